@@ -1,0 +1,1 @@
+"""Real multimodal benchmark pipeline: `python3 -m simreplay_capture.bench {make-dataset,run}`."""

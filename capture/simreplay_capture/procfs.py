@@ -1,0 +1,70 @@
+"""Resource readings from /proc (Linux). Every function returns None/0 when the file is unreadable."""
+from __future__ import annotations
+
+import os
+from typing import Dict, Optional, Tuple
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_TICK_NS = 10**9 // (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path, "r") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def proc_sample(pid: int, with_pss: bool = True) -> Optional[Dict[str, int]]:
+    """rss (statm), pss (smaps_rollup, only when with_pss: it costs ~1-5 ms per call on a torch
+    process and takes the target's mmap lock), cumulative cpu (utime+stime), io read_bytes."""
+    stat = _read(f"/proc/{pid}/stat")
+    if stat is None:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()
+    # fields[0] is field 3 (state); utime/stime are fields 14/15 -> indices 11/12
+    cpu_ns = (int(fields[11]) + int(fields[12])) * _TICK_NS
+    rss = pss = -1
+    st = _read(f"/proc/{pid}/statm")
+    if st:
+        rss = int(st.split()[1]) * _PAGE
+    rollup = _read(f"/proc/{pid}/smaps_rollup") if with_pss else None
+    if rollup:
+        for line in rollup.splitlines():
+            if line.startswith("Pss:"):
+                pss = int(line.split()[1]) * 1024
+                break
+    io_read = 0
+    io = _read(f"/proc/{pid}/io")
+    if io:
+        for line in io.splitlines():
+            if line.startswith("read_bytes:"):
+                io_read = int(line.split()[1])
+    return {"rss_bytes": rss, "pss_bytes": pss, "cpu_ns": cpu_ns, "io_read_bytes": io_read}
+
+
+def meminfo() -> Dict[str, int]:
+    out: Dict[str, int] = {}
+    text = _read("/proc/meminfo") or ""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            out[parts[0].rstrip(":")] = int(parts[1]) * 1024
+    return out
+
+
+def host_sample() -> Tuple[int, int, int]:
+    """(mem_used_bytes, mem_total_bytes, cpu_busy_ns cumulative over all cores)."""
+    mi = meminfo()
+    total = mi.get("MemTotal", 0)
+    used = max(0, total - mi.get("MemAvailable", mi.get("MemFree", 0)))
+    busy = 0
+    text = _read("/proc/stat") or ""
+    for line in text.splitlines():
+        if line.startswith("cpu "):
+            v = [int(x) for x in line.split()[1:]]
+            idle = v[3] + (v[4] if len(v) > 4 else 0)
+            busy = (sum(v[:8]) - idle) * _TICK_NS  # user..steal; guest is already in user
+            break
+    return used, total, busy

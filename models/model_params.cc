@@ -1,0 +1,175 @@
+#include "models/model_params.h"
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "common/json_fields.h"
+
+namespace simreplay::models {
+
+double ModelParams::CollectiveTimeS(int ranks) const {
+  if (ranks <= 1) return 0.0;
+  if (collective.time_per_step_s > 0) return collective.time_per_step_s;
+  if (collective.gradient_bytes <= 0) return 0.0;
+  double n = ranks;
+  return 2.0 * (n - 1) * collective.alpha_s + 2.0 * (n - 1) / n * collective.gradient_bytes / collective.bus_bytes_per_s;
+}
+
+namespace {
+
+// The table of numeric parameters: name in the file, pointer into the model, and whether it must be > 0.
+struct NumericParam {
+  const char* section;
+  const char* name;
+  std::function<double&(ModelParams&)> ref;
+  bool positive;
+};
+
+const std::vector<NumericParam>& NumericParams() {
+  static const std::vector<NumericParam> table = {
+      {"cpu", "core_speed_scale", [](ModelParams& m) -> double& { return m.cpu.core_speed_scale; }, true},
+      {"cpu", "worker_cost_scale", [](ModelParams& m) -> double& { return m.cpu.worker_cost_scale; }, true},
+      {"cpu", "main_per_batch_s", [](ModelParams& m) -> double& { return m.cpu.main_per_batch_s; }, false},
+      {"cpu", "pin_bytes_per_s", [](ModelParams& m) -> double& { return m.cpu.pin_bytes_per_s; }, true},
+      {"cpu", "worker_startup_s", [](ModelParams& m) -> double& { return m.cpu.worker_startup_s; }, false},
+      {"cpu", "worker_spawn_s", [](ModelParams& m) -> double& { return m.cpu.worker_spawn_s; }, false},
+      {"cpu", "worker_resume_s", [](ModelParams& m) -> double& { return m.cpu.worker_resume_s; }, false},
+      {"cpu", "collate_per_sample_s", [](ModelParams& m) -> double& { return m.cpu.collate_per_sample_s; }, false},
+      {"storage", "bandwidth_bytes_per_s", [](ModelParams& m) -> double& { return m.storage.bandwidth_bytes_per_s; }, true},
+      {"storage", "latency_s", [](ModelParams& m) -> double& { return m.storage.latency_s; }, false},
+      {"storage", "page_cache_hit_ratio", [](ModelParams& m) -> double& { return m.storage.page_cache_hit_ratio; }, false},
+      {"storage", "page_cache_bytes_per_s", [](ModelParams& m) -> double& { return m.storage.page_cache_bytes_per_s; }, true},
+      {"memory", "main_base_bytes", [](ModelParams& m) -> double& { return m.memory.main_base_bytes; }, false},
+      {"memory", "worker_base_pss_bytes", [](ModelParams& m) -> double& { return m.memory.worker_base_pss_bytes; }, false},
+      {"memory", "batch_bytes_scale", [](ModelParams& m) -> double& { return m.memory.batch_bytes_scale; }, false},
+      {"memory", "capacity_bytes", [](ModelParams& m) -> double& { return m.memory.capacity_bytes; }, false},
+      {"pcie", "h2d_pinned_bytes_per_s", [](ModelParams& m) -> double& { return m.pcie.h2d_pinned_bytes_per_s; }, true},
+      {"pcie", "h2d_pageable_bytes_per_s", [](ModelParams& m) -> double& { return m.pcie.h2d_pageable_bytes_per_s; }, true},
+      {"pcie", "latency_s", [](ModelParams& m) -> double& { return m.pcie.latency_s; }, false},
+      {"gpu", "step_time_s", [](ModelParams& m) -> double& { return m.gpu.step_time_s; }, false},
+      {"gpu", "step_cv", [](ModelParams& m) -> double& { return m.gpu.step_cv; }, false},
+      {"collective", "time_per_step_s", [](ModelParams& m) -> double& { return m.collective.time_per_step_s; }, false},
+      {"collective", "alpha_s", [](ModelParams& m) -> double& { return m.collective.alpha_s; }, false},
+      {"collective", "bus_bytes_per_s", [](ModelParams& m) -> double& { return m.collective.bus_bytes_per_s; }, true},
+      {"collective", "gradient_bytes", [](ModelParams& m) -> double& { return m.collective.gradient_bytes; }, false},
+  };
+  return table;
+}
+
+const char* kSections[] = {"cpu", "storage", "memory", "pcie", "gpu", "collective"};
+
+// Reads `key` of `section` as a number or {"value",...}; records provenance.
+Status ReadParam(const nlohmann::json& section, const std::string& where, const std::string& full_name,
+                 const char* key, double* out, ParamInfo* info, bool* present) {
+  *present = section.contains(key);
+  if (!*present) return Status::Ok();
+  const auto& v = section[key];
+  if (v.is_object()) {
+    JsonFields f(v, where + ": " + full_name);
+    SIMREPLAY_RETURN_IF_ERROR(f.GetDouble("value", out));
+    info->assumed = false;
+    SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalBool("assumed", &info->assumed));
+    info->source = info->assumed ? "assumed" : "measured";
+    SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalString("source", &info->source));
+    return Status::Ok();
+  }
+  JsonFields f(section, where + ": " + std::string(full_name.substr(0, full_name.find('.'))));
+  SIMREPLAY_RETURN_IF_ERROR(f.GetDouble(key, out));
+  info->assumed = true;
+  info->source = "model file";
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ModelParams> ParseModel(const nlohmann::json& json, const std::string& where) {
+  if (!json.is_object()) return Status::InvalidArgument(where + ": a model must be a JSON object");
+  ModelParams model;
+  JsonFields top(json, where);
+  std::string schema;
+  SIMREPLAY_RETURN_IF_ERROR(top.GetString("schema", &schema));
+  if (schema != kModelSchema) {
+    return top.Error("wrong schema version: expected \"" + std::string(kModelSchema) + "\", found \"" + schema + "\"");
+  }
+  for (const char* section : kSections) {
+    if (json.contains(section) && !json[section].is_object()) {
+      return top.Error(std::string("section '") + section + "' must be an object");
+    }
+  }
+  for (const auto& p : NumericParams()) {
+    if (!json.contains(p.section)) continue;
+    std::string full = std::string(p.section) + "." + p.name;
+    ParamInfo info;
+    bool present = false;
+    double value = 0;
+    SIMREPLAY_RETURN_IF_ERROR(ReadParam(json[p.section], where, full, p.name, &value, &info, &present));
+    if (!present) continue;
+    if (p.positive && value <= 0) return top.Error(full + " must be > 0");
+    p.ref(model) = value;
+    model.info[full] = info;
+  }
+  if (model.storage.page_cache_hit_ratio > 1) return top.Error("storage.page_cache_hit_ratio must be in [0, 1]");
+  if (json.contains("storage")) {
+    JsonFields storage(json["storage"], where + ": storage");
+    SIMREPLAY_RETURN_IF_ERROR(storage.GetOptionalString("mode", &model.storage.mode));
+    if (model.storage.mode != "recorded" && model.storage.mode != "model") {
+      return storage.Error("mode must be \"recorded\" or \"model\", found \"" + model.storage.mode + "\"");
+    }
+    int64_t concurrency = model.storage.max_concurrency;
+    const auto& s = json["storage"];
+    if (s.contains("max_concurrency") && s["max_concurrency"].is_object()) {
+      JsonFields f(s["max_concurrency"], where + ": storage.max_concurrency");
+      SIMREPLAY_RETURN_IF_ERROR(f.GetInt("value", &concurrency));
+    } else {
+      SIMREPLAY_RETURN_IF_ERROR(storage.GetOptionalInt("max_concurrency", &concurrency));
+    }
+    if (concurrency < 1 || concurrency > 1 << 20) return storage.Error("max_concurrency must be in [1, 1048576]");
+    model.storage.max_concurrency = static_cast<int>(concurrency);
+  }
+  if (json.contains("gpu")) {
+    JsonFields gpu(json["gpu"], where + ": gpu");
+    SIMREPLAY_RETURN_IF_ERROR(gpu.GetOptionalString("distribution", &model.gpu.distribution));
+    if (model.gpu.distribution != "constant" && model.gpu.distribution != "normal" &&
+        model.gpu.distribution != "lognormal") {
+      return gpu.Error("distribution must be constant, normal or lognormal, found \"" + model.gpu.distribution + "\"");
+    }
+    int64_t measured = 0;
+    SIMREPLAY_RETURN_IF_ERROR(gpu.GetOptionalInt("measured_batch_size", &measured));
+    model.gpu.measured_batch_size = static_cast<int>(measured);
+    SIMREPLAY_RETURN_IF_ERROR(gpu.GetOptionalString("accelerator", &model.gpu.accelerator));
+  }
+  SIMREPLAY_RETURN_IF_ERROR(top.GetOptionalString("trace", &model.trace_path));
+  for (const char* keep : {"fit_quality", "provenance", "formats", "warnings", "measured_range", "self_check"}) {
+    if (json.contains(keep)) model.extra[keep] = json[keep];
+  }
+  return model;
+}
+
+Result<ModelParams> LoadModelFile(const std::string& path) {
+  auto json = ReadJsonFile(path);
+  if (!json.ok()) return json.status();
+  return ParseModel(*json, path);
+}
+
+nlohmann::json ModelToJson(const ModelParams& model) {
+  nlohmann::json out = nlohmann::json::object();
+  out["schema"] = kModelSchema;
+  ModelParams copy = model;
+  for (const auto& p : NumericParams()) {
+    std::string full = std::string(p.section) + "." + p.name;
+    auto it = model.info.find(full);
+    ParamInfo info = it == model.info.end() ? ParamInfo{} : it->second;
+    out[p.section][p.name] = {{"value", p.ref(copy)}, {"assumed", info.assumed}, {"source", info.source}};
+  }
+  out["storage"]["mode"] = model.storage.mode;
+  out["storage"]["max_concurrency"] = model.storage.max_concurrency;
+  out["gpu"]["distribution"] = model.gpu.distribution;
+  out["gpu"]["measured_batch_size"] = model.gpu.measured_batch_size;
+  out["gpu"]["accelerator"] = model.gpu.accelerator;
+  if (!model.trace_path.empty()) out["trace"] = model.trace_path;
+  for (auto& [key, value] : model.extra.items()) out[key] = value;
+  return out;
+}
+
+}  // namespace simreplay::models

@@ -1,0 +1,96 @@
+// Parameters of the component models the simulator runs: CPU, storage, memory, PCIe, GPU step and
+// collectives. Plain data with defaults in the declarations; every field carries its unit. The model
+// file (docs/model-format.md) is loaded by LoadModelFile; each parameter may be written as a bare
+// number or as {"value": x, "assumed": bool, "source": "..."}, and the provenance is kept.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace simreplay::models {
+
+inline constexpr const char* kModelSchema = "simreplay.model/1";
+
+struct CpuParams {
+  double core_speed_scale = 1.0;       // target core speed / speed of the core the trace was taken on
+  double worker_cost_scale = 1.0;      // intrinsic per-sample CPU cost = recorded cost x this (de-contention)
+  double main_per_batch_s = 0.0005;    // main process per batch: unpickle, rebuild tensors, loop overhead
+  double pin_bytes_per_s = 4e9;        // pin thread copy speed into page-locked memory
+  double worker_startup_s = 0.08;      // one worker: fork + import + worker_init_fn, paid at (re)start
+  double worker_spawn_s = 0.01;        // main process, per worker started (serial)
+  double worker_resume_s = 0.002;      // persistent workers: per-epoch resume handshake
+  double collate_per_sample_s = 2e-5;  // used when the trace has no collate time
+};
+
+struct StorageParams {
+  // "recorded": each read takes its recorded read time (page cache and device as captured).
+  // "model": latency + bytes / bandwidth on a shared device with a concurrency cap.
+  std::string mode = "recorded";
+  double bandwidth_bytes_per_s = 2e9;
+  double latency_s = 100e-6;
+  int max_concurrency = 64;
+  double page_cache_hit_ratio = 0.0;
+  double page_cache_bytes_per_s = 8e9;
+};
+
+struct MemoryParams {
+  double main_base_bytes = 600e6;        // main process resident set before loading
+  double worker_base_pss_bytes = 120e6;  // one worker's proportional set (copy-on-write shared pages split)
+  double batch_bytes_scale = 1.0;        // resident bytes per queued batch / its tensor bytes
+  double capacity_bytes = 0;             // host memory; 0 = unknown (no out-of-memory check)
+};
+
+struct PcieParams {
+  double h2d_pinned_bytes_per_s = 24e9;    // PCIe 4.0 x16 effective, pinned source
+  double h2d_pageable_bytes_per_s = 10e9;  // pageable source (staged through a bounce buffer)
+  double latency_s = 10e-6;
+};
+
+struct GpuParams {
+  double step_time_s = 0.05;           // one micro-batch's forward+backward(+optimizer) on the accelerator
+  std::string distribution = "constant";  // constant | normal | lognormal
+  double step_cv = 0.0;                // coefficient of variation for normal/lognormal
+  int measured_batch_size = 0;         // batch size step_time_s was measured at; 0 = unknown (no scaling)
+  std::string accelerator = "emulated";  // "cuda" when measured on a real GPU
+};
+
+struct CollectiveParams {
+  double time_per_step_s = 0.0;  // all-reduce time per optimizer step when > 0 (overrides alpha-beta)
+  double alpha_s = 20e-6;        // per-message latency
+  double bus_bytes_per_s = 100e9;  // algorithm bandwidth
+  double gradient_bytes = 0.0;   // bytes all-reduced per optimizer step; 0 = no collective
+};
+
+// One parameter's provenance: whether it was measured, and from what.
+struct ParamInfo {
+  bool assumed = true;
+  std::string source = "default";
+};
+
+struct ModelParams {
+  CpuParams cpu;
+  StorageParams storage;
+  MemoryParams memory;
+  PcieParams pcie;
+  GpuParams gpu;
+  CollectiveParams collective;
+  std::string trace_path;        // optional: per-sample costs to replay (resolved against the model file)
+  std::map<std::string, ParamInfo> info;  // "cpu.main_per_batch_s" -> provenance; absent = default
+  nlohmann::json extra = nlohmann::json::object();  // fit quality, provenance, formats: kept verbatim
+
+  // Collective time of one optimizer step across `ranks` (ring all-reduce when alpha-beta is used).
+  double CollectiveTimeS(int ranks) const;
+};
+
+// Loads and validates a model file. Errors are "FILE:LINE: message" or "FILE: field: message".
+Result<ModelParams> LoadModelFile(const std::string& path);
+// Parses a model from JSON (`where` names its origin in errors). Missing sections keep defaults.
+Result<ModelParams> ParseModel(const nlohmann::json& json, const std::string& where);
+// The model as JSON, every parameter as {"value","assumed","source"}, in a fixed key order.
+nlohmann::json ModelToJson(const ModelParams& model);
+
+}  // namespace simreplay::models

@@ -1,0 +1,95 @@
+// In-memory form of the records of trace format v1 (docs/trace-format.md). Field names and units
+// follow the spec one to one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+namespace simreplay::replay {
+
+inline constexpr const char* kTraceSchema = "simreplay.trace/1";
+
+struct TraceHeader {
+  nlohmann::json manifest = nlohmann::json::object();
+};
+
+struct SampleRecord {
+  int64_t rank = 0;
+  int64_t epoch = 0;
+  int64_t index = 0;
+  int64_t batch = 0;
+  int64_t worker = 0;  // -1: main process
+  int64_t t_start_ns = 0;
+  int64_t read_ns = 0;
+  int64_t decode_ns = 0;
+  int64_t augment_ns = 0;
+  int64_t read_bytes = 0;
+  int64_t out_bytes = 0;
+  std::string format;
+  int64_t width = 0;
+  int64_t height = 0;
+  int64_t frames = 0;
+  bool unsplit = false;  // "stages":"unsplit": the whole __getitem__ time is in decode_ns
+  int64_t cpu_ns = -1;   // optional: -1 when absent
+  std::string hash;      // optional content hash
+};
+
+struct BatchRecord {
+  int64_t rank = 0;
+  int64_t epoch = 0;
+  int64_t batch = 0;
+  int64_t worker = 0;
+  int64_t size = 0;
+  int64_t collate_ns = 0;
+  int64_t t_ready_ns = 0;
+  int64_t wait_ns = 0;
+  int64_t pin_ns = 0;
+  int64_t h2d_ns = 0;
+  int64_t h2d_bytes = 0;
+  int64_t t_next_start_ns = -1;  // optional
+  int64_t bytes = -1;            // optional
+};
+
+struct StepRecord {
+  int64_t rank = 0;
+  int64_t step = 0;
+  int64_t t_start_ns = 0;
+  int64_t compute_ns = 0;
+  int64_t comm_ns = 0;
+  int64_t step_ns = 0;
+  int64_t micro_batches = 1;
+};
+
+struct WorkerRecord {
+  int64_t rank = 0;
+  int64_t worker = 0;
+  int64_t pid = 0;
+  int64_t t_ns = 0;
+  int64_t rss_bytes = 0;
+  int64_t pss_bytes = 0;
+  int64_t cpu_ns = 0;
+  int64_t io_read_bytes = 0;
+};
+
+struct HostRecord {
+  int64_t t_ns = 0;
+  int64_t mem_used_bytes = 0;
+  int64_t cpu_busy_ns = 0;
+};
+
+// Records the reader does not interpret (event, footer) are passed through as raw JSON.
+struct OtherRecord {
+  std::string type;
+  nlohmann::json json;
+};
+
+using TraceRecord =
+    std::variant<SampleRecord, BatchRecord, StepRecord, WorkerRecord, HostRecord, OtherRecord>;
+
+// Serialises a record to the one-line JSON object of the spec (with "type").
+nlohmann::json ToJson(const TraceRecord& record);
+
+}  // namespace simreplay::replay

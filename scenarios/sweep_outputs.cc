@@ -1,0 +1,201 @@
+#include "scenarios/sweep_outputs.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace simreplay::scenarios {
+
+namespace {
+
+const nlohmann::json* Lookup(const nlohmann::json& root, const std::string& dotted) {
+  const nlohmann::json* node = &root;
+  size_t start = 0;
+  while (true) {
+    size_t dot = dotted.find('.', start);
+    std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!node->is_object() || !node->contains(key)) return nullptr;
+    node = &(*node)[key];
+    if (dot == std::string::npos) return node;
+    start = dot + 1;
+  }
+}
+
+std::string Cell(const nlohmann::json* v) {
+  if (v == nullptr) return "";
+  if (v->is_string()) return v->get<std::string>();
+  if (v->is_number_float()) return fmt::format("{:.9g}", v->get<double>());
+  return v->dump();
+}
+
+std::string CsvEscape(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string HtmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+// An SVG line chart of `metric` against the first axis, one line per combination of the other axes.
+std::string Chart(const std::vector<SweepResult>& points, const std::string& metric, const std::string& title) {
+  if (points.empty() || points[0].axes.empty()) return "";
+  std::map<std::string, std::vector<std::pair<double, double>>> series;
+  double xmax = 0, ymax = 0, xmin = 1e300;
+  for (const auto& p : points) {
+    const auto& xv = p.axes[0].second;
+    if (!xv.is_number()) return "";  // categorical first axis: the table says it all
+    std::string label;
+    for (size_t a = 1; a < p.axes.size(); ++a) label += (label.empty() ? "" : ", ") + p.axes[a].first + "=" + Cell(&p.axes[a].second);
+    const auto* y = Lookup(p.result["metrics"], metric);
+    if (y == nullptr || !y->is_number()) continue;
+    double x = xv.get<double>();
+    series[label.empty() ? metric : label].push_back({x, y->get<double>()});
+    xmax = std::max(xmax, x);
+    xmin = std::min(xmin, x);
+    ymax = std::max(ymax, y->get<double>());
+  }
+  if (ymax <= 0) ymax = 1;
+  if (xmax <= xmin) xmax = xmin + 1;
+  const double W = 560, H = 300, L = 70, B = 40, T = 30, R = 20;
+  auto sx = [&](double x) { return L + (x - xmin) / (xmax - xmin) * (W - L - R); };
+  auto sy = [&](double y) { return H - B - y / (ymax * 1.1) * (H - B - T); };
+  static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)", W, H);
+  svg += fmt::format(R"(<text x="{}" y="18" font-size="13" font-weight="bold">{}</text>)", L, HtmlEscape(title));
+  svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333"/>)", L, H - B, W - R, H - B);
+  svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333"/>)", L, T, L, H - B);
+  for (int i = 0; i <= 4; ++i) {
+    double y = ymax * 1.1 * i / 4;
+    svg += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{:.3g}</text>)", L - 5, sy(y) + 4, y);
+    svg += fmt::format(R"(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#eee"/>)", L, sy(y), W - R, sy(y));
+  }
+  svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)", (L + W - R) / 2, H - 8, HtmlEscape(points[0].axes[0].first));
+  int color = 0;
+  double legend_y = T + 5;
+  for (auto& [label, pts] : series) {
+    std::sort(pts.begin(), pts.end());
+    const char* c = kColors[color++ % 8];
+    std::string path;
+    for (const auto& [x, y] : pts) {
+      path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "M" : " L", sx(x), sy(y));
+      svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="{}"/>)", sx(x), sy(y), c);
+      if (pts.size() <= 12) svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="9">{:.3g}</text>)", sx(x) + 4, sy(y) - 4, x);
+    }
+    svg += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="2"/>)", path, c);
+    svg += fmt::format(R"(<text x="{}" y="{:.1f}" fill="{}">{}</text>)", W - R - 200, legend_y += 13, c, HtmlEscape(label));
+  }
+  return svg + "</svg>\n";
+}
+
+}  // namespace
+
+const std::vector<std::string>& CsvMetricColumns() {
+  static const std::vector<std::string> columns = {
+      "train_throughput_samples_per_s", "pipeline_throughput_samples_per_s", "gpu_idle_fraction",
+      "step_time_s.mean", "step_time_s.p95", "step_time_s.p99", "data_wait_s.mean", "data_wait_s.p95",
+      "data_wait_s.p99", "time_to_first_batch_s", "epoch_boundary_stall_s", "peak_host_memory_bytes",
+      "cpu_utilization", "queue_wait_s.mean", "bottleneck.stage"};
+  return columns;
+}
+
+std::string SweepCsv(const std::vector<SweepResult>& points) {
+  std::string out;
+  if (points.empty()) return out;
+  std::vector<std::string> header;
+  for (const auto& [axis, v] : points[0].axes) header.push_back(axis);
+  for (const auto& c : CsvMetricColumns()) header.push_back(c);
+  header.push_back("accelerator");
+  for (size_t i = 0; i < header.size(); ++i) out += (i ? "," : "") + CsvEscape(header[i]);
+  out += "\n";
+  for (const auto& p : points) {
+    std::string row;
+    for (const auto& [axis, v] : p.axes) row += (row.empty() ? "" : ",") + CsvEscape(Cell(&v));
+    for (const auto& c : CsvMetricColumns()) {
+      row += (row.empty() ? "" : ",") + CsvEscape(Cell(Lookup(p.result["metrics"], c)));
+    }
+    row += "," + CsvEscape(Cell(Lookup(p.result, "accelerator")));
+    out += row + "\n";
+  }
+  return out;
+}
+
+nlohmann::json SweepJson(const std::string& scenario_path, const std::vector<SweepResult>& points) {
+  nlohmann::json out = {{"schema", kSweepSchema}, {"scenario_file", scenario_path}};
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& p : points) {
+    nlohmann::json axes = nlohmann::json::object();
+    for (const auto& [axis, v] : p.axes) axes[axis] = v;
+    list.push_back({{"axes", axes}, {"result", p.result}});
+  }
+  out["points"] = list;
+  return out;
+}
+
+std::string SweepTable(const std::vector<SweepResult>& points) {
+  if (points.empty()) return "";
+  std::string out;
+  for (const auto& [axis, v] : points[0].axes) out += fmt::format("{:>22} ", axis);
+  out += fmt::format("{:>12} {:>12} {:>8} {:>10} {:>10} {:>10}  {}\n", "train/s", "pipeline/s", "GPU idle",
+                     "wait p95 s", "1st batch s", "peak MiB", "bottleneck");
+  for (const auto& p : points) {
+    for (const auto& [axis, v] : p.axes) out += fmt::format("{:>22} ", Cell(&v));
+    const auto& m = p.result["metrics"];
+    out += fmt::format("{:>12.2f} {:>12.2f} {:>7.1f}% {:>10.4f} {:>10.4f} {:>10.0f}  {}\n",
+                       m["train_throughput_samples_per_s"].get<double>(),
+                       m["pipeline_throughput_samples_per_s"].get<double>(), 100 * m["gpu_idle_fraction"].get<double>(),
+                       m["data_wait_s"]["p95"].get<double>(), m["time_to_first_batch_s"].get<double>(),
+                       m["peak_host_memory_bytes"].get<double>() / (1 << 20), m["bottleneck"]["stage"].get<std::string>());
+  }
+  return out;
+}
+
+std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepResult>& points) {
+  std::string html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>simreplay what-if</title>"
+                     "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse}"
+                     "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}"
+                     ".warn{color:#a40}</style></head><body>\n";
+  html += "<h1>simreplay what-if</h1>\n<p>Scenario: <code>" + HtmlEscape(scenario_path) + "</code>. ";
+  if (!points.empty()) {
+    html += "Accelerator: <b>" + HtmlEscape(points[0].result.value("accelerator", "")) + "</b> (" +
+            HtmlEscape(points[0].result.value("accelerator_note", "")) + ").";
+  }
+  html += " Simulated predictions, not measurements.</p>\n";
+  html += Chart(points, "train_throughput_samples_per_s", "End-to-end training throughput (samples/s)");
+  html += Chart(points, "pipeline_throughput_samples_per_s", "Data pipeline alone (samples/s)");
+  html += Chart(points, "gpu_idle_fraction", "GPU idle fraction");
+  html += Chart(points, "data_wait_s.p95", "Data wait p95 (s)");
+  html += Chart(points, "peak_host_memory_bytes", "Peak host memory (bytes)");
+  html += "<h2>All points</h2>\n<pre>" + HtmlEscape(SweepTable(points)) + "</pre>\n<h2>Bottlenecks</h2><table><tr>";
+  if (!points.empty()) {
+    for (const auto& [axis, v] : points[0].axes) html += "<th>" + HtmlEscape(axis) + "</th>";
+  }
+  html += "<th>bottleneck</th><th style=\"text-align:left\">evidence</th></tr>\n";
+  for (const auto& p : points) {
+    html += "<tr>";
+    for (const auto& [axis, v] : p.axes) html += "<td>" + HtmlEscape(Cell(&v)) + "</td>";
+    html += "<td>" + HtmlEscape(p.result["metrics"]["bottleneck"]["stage"].get<std::string>()) +
+            "</td><td style=\"text-align:left\">" + HtmlEscape(p.result["metrics"]["bottleneck"]["evidence"].get<std::string>()) +
+            "</td></tr>\n";
+  }
+  html += "</table>\n";
+  if (!points.empty() && !points[0].result["warnings"].empty()) {
+    html += "<h2>Warnings</h2><ul class=\"warn\">";
+    for (const auto& w : points[0].result["warnings"]) html += "<li>" + HtmlEscape(w.get<std::string>()) + "</li>";
+    html += "</ul>\n";
+  }
+  return html + "</body></html>\n";
+}
+
+}  // namespace simreplay::scenarios

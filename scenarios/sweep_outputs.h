@@ -1,0 +1,30 @@
+// Renders the results of a what-if sweep: results.csv (one row per point: axis values, then metrics),
+// results.json (schema simreplay.sweep/1), a text table for the terminal and report.html with SVG
+// charts. Pure functions of the results, with fixed number formatting, so outputs are byte-stable.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "scenarios/scenario.h"
+
+namespace simreplay::scenarios {
+
+inline constexpr const char* kSweepSchema = "simreplay.sweep/1";
+
+struct SweepResult {
+  std::vector<std::pair<std::string, nlohmann::json>> axes;
+  nlohmann::json result;  // result.json of the point
+};
+
+// The metric columns of results.csv, in order (dotted paths into "metrics").
+const std::vector<std::string>& CsvMetricColumns();
+
+std::string SweepCsv(const std::vector<SweepResult>& points);
+nlohmann::json SweepJson(const std::string& scenario_path, const std::vector<SweepResult>& points);
+std::string SweepTable(const std::vector<SweepResult>& points);
+std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepResult>& points);
+
+}  // namespace simreplay::scenarios

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs everything simreplay needs on Debian 12, from Debian's archive only. Idempotent: packages
+# already present are left alone. Run as root (or through sudo).
+set -euo pipefail
+
+packages=(
+  # build
+  cmake g++ make pkg-config
+  # C++ libraries
+  libsimgrid-dev libeigen3-dev libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
+  libgtest-dev libbenchmark-dev
+  # capture package, bench pipeline and its real media
+  python3 python3-torch python3-torchvision python3-av python3-lmdb python3-h5py python3-psutil
+  python3-numpy python3-pil python3-pytest python3-matplotlib opencv-doc
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi

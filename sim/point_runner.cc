@@ -1,0 +1,183 @@
+#include "sim/point_runner.h"
+
+#include <fmt/format.h>
+
+#include "common/atomic_file.h"
+#include "models/model_params.h"
+#include "sim/metrics.h"
+#include "sim/simulation.h"
+#include "sim/timeline_writer.h"
+
+namespace simreplay::sim {
+
+namespace {
+
+int ManifestInt(const nlohmann::json& manifest, const char* section, const char* key, int fallback) {
+  if (manifest.contains(section) && manifest[section].is_object() && manifest[section].contains(key) &&
+      manifest[section][key].is_number_integer()) {
+    return manifest[section][key].get<int>();
+  }
+  return fallback;
+}
+
+// The measured run can be compared with the prediction when the scenario reproduces its configuration.
+bool SameConfiguration(const scenarios::Scenario& s, const nlohmann::json& manifest) {
+  if (!manifest.contains("loader") || !manifest["loader"].is_object()) return false;
+  const auto& l = manifest["loader"];
+  auto get_bool = [&](const char* k) { return l.contains(k) && l[k].is_boolean() && l[k].get<bool>(); };
+  return ManifestInt(manifest, "loader", "num_workers", -1) == s.loader.num_workers &&
+         ManifestInt(manifest, "loader", "batch_size", -1) == s.loader.batch_size &&
+         (s.loader.num_workers == 0 || ManifestInt(manifest, "loader", "prefetch_factor", 2) == s.loader.prefetch_factor) &&
+         get_bool("pin_memory") == s.loader.pin_memory &&
+         get_bool("persistent_workers") == s.loader.persistent_workers && s.hardware.gpus == 1;
+}
+
+}  // namespace
+
+Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCache* cache) {
+  PreparedPoint point;
+  point.input.scenario = scenario;
+  if (!scenario.model_path.empty()) {
+    auto model = models::LoadModelFile(scenario.model_path);
+    if (!model.ok()) return model.status();
+    point.input.model = std::move(*model);
+    if (scenario.trace_path.empty() && point.input.model.trace_path.empty()) {
+      return Status::InvalidArgument(scenario.model_path + ": the model names no trace and the scenario gives none");
+    }
+  }
+  std::string trace = scenario.trace_path;
+  if (trace.empty()) {
+    const std::string& t = point.input.model.trace_path;
+    trace = (t.empty() || t[0] == '/') ? t : scenarios::DirectoryOf(scenario.model_path) + "/" + t;
+  }
+  auto cached = cache->find(trace);
+  if (cached == cache->end()) {
+    auto costs = replay::LoadSampleCosts({trace});
+    if (!costs.ok()) return costs.status();
+    cached = cache->emplace(trace, std::make_shared<const replay::SampleCostTable>(std::move(*costs))).first;
+  }
+  point.costs = cached->second;
+  point.input.costs = point.costs.get();
+  point.warnings = point.costs->warnings;
+  const auto& manifest = point.costs->manifest;
+  const auto& model = point.input.model;
+
+  int measured_cores = ManifestInt(manifest, "hardware", "cores", 0);
+  point.input.cpu_cores = scenario.hardware.cpu_cores > 0 ? scenario.hardware.cpu_cores
+                          : measured_cores > 0             ? measured_cores
+                                                           : 8;
+  if (scenario.hardware.cpu_cores == 0 && measured_cores == 0) {
+    point.warnings.push_back("cpu_cores not given and not in the trace manifest: assuming 8");
+  }
+
+  // Step time: the scenario wins, then a measured model, then the trace's steps, then the default.
+  const auto gpu_info = model.info.find("gpu.step_time_s");
+  const bool model_has_step = gpu_info != model.info.end();
+  std::string trace_accel = manifest.value("accelerator", "emulated");
+  if (scenario.train.step_time_s >= 0) {
+    point.input.step_time_s = scenario.train.step_time_s;
+    point.step_time_source = "scenario";
+    point.accelerator = "emulated";
+    point.accelerator_note = "GPU step emulated: fixed step time given in the scenario";
+  } else if (model_has_step) {
+    point.input.step_time_s = model.gpu.step_time_s;
+    point.step_time_source = "model";
+    point.accelerator = model.gpu.accelerator == "cuda" ? "cuda" : "emulated";
+    point.accelerator_note = point.accelerator == "cuda" ? "GPU step time measured on a real GPU (model file)"
+                                                         : "GPU step emulated: step time from the model file, not measured on a GPU";
+    int measured_bs = model.gpu.measured_batch_size;
+    if (measured_bs > 0 && measured_bs != scenario.loader.batch_size) {
+      point.input.step_time_s *= static_cast<double>(scenario.loader.batch_size) / measured_bs;
+      point.warnings.push_back(fmt::format("GPU step time scaled linearly from batch size {} to {} (assumed linear)",
+                                           measured_bs, scenario.loader.batch_size));
+    }
+  } else if (point.costs->measured.mean_step_compute_s >= 0) {
+    point.input.step_time_s = point.costs->measured.mean_step_compute_s;
+    point.step_time_source = "trace";
+    point.accelerator = trace_accel == "cuda" ? "cuda" : "emulated";
+    point.accelerator_note = point.accelerator == "cuda" ? "GPU step time measured on a real GPU (trace)"
+                                                         : "GPU step emulated: the traced run had no GPU (sleep step)";
+  } else {
+    point.input.step_time_s = model.gpu.step_time_s;
+    point.step_time_source = "default";
+    point.accelerator = "emulated";
+    point.accelerator_note = "GPU step emulated: default step time, nothing measured";
+    point.warnings.push_back("no GPU step time in scenario, model or trace: using the default (assumed)");
+  }
+
+  int measured_workers = ManifestInt(manifest, "loader", "num_workers", -1);
+  if (measured_cores > 0 && scenario.loader.num_workers + 1 > measured_cores &&
+      measured_workers >= 0 && measured_workers + 1 <= measured_cores) {
+    point.warnings.push_back(fmt::format(
+        "extrapolating: {} workers + main process on {} cores was never measured (trace: {} workers)",
+        scenario.loader.num_workers, measured_cores, measured_workers));
+  }
+  return point;
+}
+
+std::vector<IsolatedJob> MakeJobs(const PreparedPoint& point, const std::string& timeline_path) {
+  std::vector<IsolatedJob> jobs;
+  jobs.push_back([&point, timeline_path]() -> Result<std::string> {
+    SimInput input = point.input;
+    input.record_timeline = !timeline_path.empty();
+    auto stats = RunSimulation(input);
+    if (!stats.ok()) return stats.status();
+    if (!timeline_path.empty()) {
+      std::string text = TimelineToJson(*stats, input.scenario.hardware.gpus, input.scenario.loader.num_workers,
+                                        input.scenario.loader.pin_memory, point.accelerator);
+      // The parent renames this into place only when the whole command succeeds.
+      Status s = WriteFileAtomically(timeline_path, text);
+      if (!s.ok()) return s;
+    }
+    return SummarizeMetrics(input, *stats).dump();
+  });
+  jobs.push_back([&point]() -> Result<std::string> {
+    SimInput input = point.input;
+    input.pipeline_only = true;
+    auto stats = RunSimulation(input);
+    if (!stats.ok()) return stats.status();
+    return fmt::format("{:.17g}", static_cast<double>(stats->samples_consumed) / std::max(stats->makespan_s, 1e-12));
+  });
+  return jobs;
+}
+
+Result<nlohmann::json> AssembleResult(const PreparedPoint& point, const Result<std::string>& full,
+                                      const Result<std::string>& pipeline) {
+  if (!full.ok()) return full.status();
+  if (!pipeline.ok()) return pipeline.status();
+  nlohmann::json metrics = nlohmann::json::parse(*full);
+  metrics["pipeline_throughput_samples_per_s"] = Round9(std::stod(*pipeline));
+  nlohmann::json result = nlohmann::json::object();
+  result["schema"] = kResultSchema;
+  result["scenario"] = point.input.scenario.resolved;
+  result["accelerator"] = point.accelerator;
+  result["accelerator_note"] = point.accelerator_note;
+  result["resolved"] = {{"cpu_cores", point.input.cpu_cores},
+                        {"step_time_s", Round9(point.input.step_time_s)},
+                        {"step_time_source", point.step_time_source},
+                        {"storage_mode", point.input.model.storage.mode},
+                        {"trace_samples", static_cast<int64_t>(point.costs->samples.size())}};
+  result["metrics"] = metrics;
+  const auto& measured = point.costs->measured;
+  if (SameConfiguration(point.input.scenario, point.costs->manifest) && measured.wall_s > 0) {
+    double measured_tp = static_cast<double>(measured.samples) / measured.wall_s;
+    double predicted_tp = metrics["train_throughput_samples_per_s"].get<double>();
+    result["measured"] = {
+        {"note", "the trace was captured with this configuration: prediction error against it"},
+        {"train_throughput_samples_per_s", Round9(measured_tp)},
+        {"train_throughput_error_pct", Round9(100.0 * (predicted_tp - measured_tp) / measured_tp)},
+        {"mean_data_wait_s", Round9(measured.mean_wait_s)}};
+  }
+  result["warnings"] = point.warnings;
+  return result;
+}
+
+Result<nlohmann::json> SimulateScenario(const scenarios::Scenario& scenario, const std::string& timeline_path,
+                                        CostCache* cache) {
+  auto point = PreparePoint(scenario, cache);
+  if (!point.ok()) return point.status();
+  auto results = RunIsolated(MakeJobs(*point, timeline_path), 2);
+  return AssembleResult(*point, results[0], results[1]);
+}
+
+}  // namespace simreplay::sim

@@ -1,0 +1,42 @@
+#include "sim/timeline_writer.h"
+
+#include <fmt/format.h>
+
+namespace simreplay::sim {
+
+namespace {
+
+void AppendThreadName(std::string* out, int rank, int track, const std::string& name) {
+  *out += fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}},)", rank, track, name);
+  *out += fmt::format(R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}},)", rank,
+                      track, track);
+  *out += "\n";
+}
+
+}  // namespace
+
+std::string TimelineToJson(const SimRawStats& stats, int ranks, int workers, bool pin_memory,
+                           const std::string& accelerator_label) {
+  std::string out = "{\"traceEvents\":[\n";
+  for (int r = 0; r < ranks; ++r) {
+    out += fmt::format(R"J({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"rank {} (simulated)"}}}},)J", r, r);
+    out += "\n";
+    AppendThreadName(&out, r, kTrackMain, "main loop (next, H2D issue)");
+    if (pin_memory && workers > 0) AppendThreadName(&out, r, kTrackPin, "pin_memory thread");
+    AppendThreadName(&out, r, kTrackGpu, "GPU step (" + accelerator_label + ")");
+    for (int w = 0; w < workers; ++w) AppendThreadName(&out, r, kTrackWorker0 + w, fmt::format("worker {}", w));
+  }
+  for (const auto& e : stats.timeline) {
+    out += fmt::format(R"({{"name":"{}","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f}}},)", e.name, e.rank,
+                       e.track, e.start_s * 1e6, e.duration_s * 1e6);
+    out += "\n";
+  }
+  out += fmt::format(R"({{"name":"end","ph":"i","s":"g","pid":0,"tid":0,"ts":{:.3f}}}],)", stats.makespan_s * 1e6);
+  out += fmt::format(
+      "\n\"displayTimeUnit\":\"ms\",\"otherData\":{{\"generator\":\"simreplay\",\"accelerator\":\"{}\","
+      "\"truncated\":{}}}}}\n",
+      accelerator_label, stats.timeline_truncated ? "true" : "false");
+  return out;
+}
+
+}  // namespace simreplay::sim
