@@ -74,7 +74,9 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
   table.distinct_indices = static_cast<int64_t>(indices.size());
 
   MeasuredRun& m = table.measured;
-  m.samples = static_cast<int64_t>(keyed.size());
+  // Samples the loop consumed (batch records); sample records also cover prefetched, unconsumed work.
+  m.samples = 0;
+  for (const auto& b : batches) m.samples += b.size;
   m.batches = static_cast<int64_t>(batches.size());
   if (!batches.empty()) {
     double wait = 0, collate = 0, pin_bytes = 0, pin_s = 0, h2d_bytes = 0, h2d_s = 0;

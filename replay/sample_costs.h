@@ -26,7 +26,7 @@ struct SampleCost {
 
 // What was measured in the traces, for replay defaults and predicted-vs-measured reports.
 struct MeasuredRun {
-  int64_t samples = 0;
+  int64_t samples = 0;            // samples delivered to the training loop (sum of batch sizes)
   int64_t batches = 0;
   double wall_s = 0;              // first batch request to last step end, over all ranks
   double mean_wait_s = 0;

@@ -130,7 +130,11 @@ Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& wh
   }
   if (json.contains("replay")) {
     JsonFields r(json["replay"], where + ": replay");
-    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(json["replay"], {"order"}, r));
+    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(json["replay"], {"order", "fidelity"}, r));
+    SIMREPLAY_RETURN_IF_ERROR(r.GetOptionalString("fidelity", &s.replay_fidelity));
+    if (s.replay_fidelity != "sample" && s.replay_fidelity != "batch") {
+      return r.Error("'fidelity' must be \"sample\" or \"batch\", found \"" + s.replay_fidelity + "\"");
+    }
     SIMREPLAY_RETURN_IF_ERROR(r.GetOptionalString("order", &s.replay_order));
     if (s.replay_order != "recorded" && s.replay_order != "shuffled") {
       return r.Error("'order' must be \"recorded\" or \"shuffled\", found \"" + s.replay_order + "\"");

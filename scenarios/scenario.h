@@ -44,6 +44,7 @@ struct Scenario {
   HardwareConfig hardware;
   TrainConfig train;
   std::string replay_order = "recorded";  // recorded | shuffled
+  std::string replay_fidelity = "sample";  // sample: one activity per sample stage; batch: per batch
   uint64_t seed = 0;
   int64_t timeline_max_events = 200000;
   nlohmann::json resolved;  // the scenario as simulated (no sweep), for result.json

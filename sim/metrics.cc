@@ -64,6 +64,14 @@ Bottleneck FindBottleneck(const SimInput& input, const SimRawStats& s) {
   if (pin_busy >= 0.85) return {"pin_memory", idle + "pin thread busy " + pct(pin_busy)};
   if (main_busy >= 0.5) return {"main_process", idle + "main process busy " + pct(main_busy) + " receiving batches"};
   if (h2d >= 0.3) return {"h2d", idle + "host-to-device copies take " + pct(h2d) + " of the run"};
+  const double restart = (s.time_to_first_batch_s + s.epoch_boundary_stall_s) / T;
+  if (restart >= 0.2) {
+    return {"epoch_restarts", idle + fmt::format("{} of the run waits for the first batch of an epoch (start-up {:.3f} s, "
+                                                 "later epochs {:.3f} s){}", pct(restart), s.time_to_first_batch_s,
+                                                 s.epoch_boundary_stall_s,
+                                                 input.scenario.loader.persistent_workers ? ""
+                                                     : ": persistent_workers=true avoids the restarts")};
+  }
   if (worker_busy >= 0.8) {
     return {"workers", idle + "each worker busy " + pct(worker_busy) + " with CPU " + pct(cpu_util) +
                            " used: too few workers for the step time"};
@@ -105,4 +113,27 @@ nlohmann::json SummarizeMetrics(const SimInput& input, const SimRawStats& full) 
   return m;
 }
 
+}  // namespace simreplay::sim
+
+namespace simreplay::sim {
+nlohmann::json RawStatsToJson(const SimRawStats& s) {
+  return {{"makespan_s", s.makespan_s},
+          {"samples_consumed", s.samples_consumed},
+          {"micro_batches", s.micro_batches},
+          {"wait_s", s.wait_s},
+          {"step_s", s.step_s},
+          {"queue_wait_s", s.queue_wait_s},
+          {"time_to_first_batch_s", s.time_to_first_batch_s},
+          {"epoch_boundary_stall_s", s.epoch_boundary_stall_s},
+          {"gpu_busy_s", s.gpu_busy_s},
+          {"h2d_s", s.h2d_s},
+          {"collective_s", s.collective_s},
+          {"cpu_busy_core_s", s.cpu_busy_core_s},
+          {"worker_busy_s", s.worker_busy_s},
+          {"main_busy_s", s.main_busy_s},
+          {"pin_busy_s", s.pin_busy_s},
+          {"storage_read_bytes", s.storage_read_bytes},
+          {"peak_host_memory_bytes", s.peak_host_memory_bytes},
+          {"worker_starts", s.worker_starts}};
+}
 }  // namespace simreplay::sim

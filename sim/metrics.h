@@ -28,3 +28,8 @@ Bottleneck FindBottleneck(const SimInput& input, const SimRawStats& full);
 nlohmann::json SummarizeMetrics(const SimInput& input, const SimRawStats& full);
 
 }  // namespace simreplay::sim
+
+namespace simreplay::sim {
+// The raw statistics as JSON (vectors included, timeline excluded): for tests and debugging.
+nlohmann::json RawStatsToJson(const SimRawStats& stats);
+}  // namespace simreplay::sim

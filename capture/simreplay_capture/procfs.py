@@ -68,3 +68,22 @@ def host_sample() -> Tuple[int, int, int]:
             busy = (sum(v[:8]) - idle) * _TICK_NS  # user..steal; guest is already in user
             break
     return used, total, busy
+
+
+def tree_cpu_ns(pid: int) -> int:
+    """Cumulative CPU (utime+stime) of `pid` and its live direct children (e.g. DataLoader workers)."""
+    total = 0
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    for n in names:
+        if not n.isdigit():
+            continue
+        st = _read(f"/proc/{n}/stat")
+        if not st:
+            continue
+        f = st[st.rfind(")") + 2:].split()
+        if int(n) == pid or int(f[1]) == pid:
+            total += (int(f[11]) + int(f[12])) * _TICK_NS
+    return total

@@ -420,8 +420,8 @@ class Recorder:
                 self._writer.add(r)
         if final:
             for key, m in sorted(self._mains.items()):
-                m.update(worker=-1 if self._loader_cfg is None or not self._loader_cfg["num_workers"]
-                         else -1, size=0, collate_ns=0, t_ready_ns=m["t_next_start_ns"] + m["wait_ns"],
+                # delivered, but its worker's collate record never reached disk (worker killed)
+                m.update(worker=-1, size=0, collate_ns=0, t_ready_ns=m["t_next_start_ns"] + m["wait_ns"],
                          joined=False)
                 self._writer.add(m)
             self._mains.clear()
@@ -585,6 +585,14 @@ class CapturedLoader:
                     wid = next((w for w, p in rec._workers.items() if p == pid), -1)
                 except ValueError:
                     pass
+        if pid == 0:
+            # e.g. ConnectionResetError while receiving a tensor from a worker that just died:
+            # find the registered worker that is gone or a zombie
+            for w, p in sorted(rec._workers.items()):
+                st = procfs._read(f"/proc/{p}/stat")
+                if st is None or st[st.rfind(")") + 2:].split()[0] in ("Z", "X"):
+                    wid, pid = w, p
+                    break
         rec._main_q.append({"type": "event", "t_ns": _perf() - rec.t0, "kind": "worker_crash",
                             "rank": rec.rank, "worker": wid, "pid": pid, "message": msg[:4000]})
         rec._ensure_header()

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -26,12 +27,25 @@ const std::string kDataDir = SIMREPLAY_SOURCE_DIR "/../shared/data/kineto";
 const std::string kResNet = kDataDir + "/kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace.json.gz";
 const std::string kDlrmTar = kDataDir + "/param_dlrm_kineto_8ranks.tar.gz";
 
+// Temporary directories made by this binary, removed when it exits.
+struct TempDirs {
+  std::vector<std::string> paths;
+  ~TempDirs() {
+    for (const std::string& p : paths) {
+      std::error_code ignored;
+      std::filesystem::remove_all(p, ignored);
+    }
+  }
+};
+
 std::string MakeTempDir() {
+  static TempDirs made;
   std::string pattern = ::testing::TempDir() + "kineto_importer_test.XXXXXX";
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   char* dir = mkdtemp(buffer.data());
   EXPECT_NE(dir, nullptr);
+  if (dir != nullptr) made.paths.push_back(dir);
   return dir == nullptr ? std::string() : std::string(dir);
 }
 

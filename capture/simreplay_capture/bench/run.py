@@ -152,6 +152,7 @@ def run(args: Any) -> Dict[str, Any]:
     t_start = time.perf_counter()
     t_first: Optional[float] = None
     t_warm: Optional[float] = None
+    cpu_warm = cpu_end = 0
     ga = max(1, args.grad_accum)
     with rec:
         while n < total:
@@ -167,6 +168,7 @@ def run(args: Any) -> Dict[str, Any]:
                     t_first = t1 - t_start
                 if n == args.warmup_steps:
                     t_warm = t0
+                    cpu_warm = procfs.tree_cpu_ns(os.getpid())
                 bsz = int(batch["index"].numel())
                 if n >= args.warmup_steps:
                     samples_after += bsz
@@ -192,6 +194,9 @@ def run(args: Any) -> Dict[str, Any]:
         if cuda:
             torch.cuda.synchronize()
         t_end = time.perf_counter()
+        # CPU of this process and its live workers over the timed window (persistent workers are
+        # still alive here; non-persistent ones of earlier epochs are not counted)
+        cpu_end = procfs.tree_cpu_ns(os.getpid())
     peak = max(mem.stop(), getattr(rec, "mem_peak_bytes", 0) or 0)
     wall = (t_end - t_warm) if t_warm is not None else 0.0
     thr = samples_after / wall if wall > 0 else 0.0
@@ -207,7 +212,9 @@ def run(args: Any) -> Dict[str, Any]:
         "data_wait_s": _stats(waits), "step_time_s": _stats(steps),
         "gpu_idle_fraction": (max(0.0, 1 - compute_s / wall) if wall > 0 and not args.pipeline_only
                               else None),
-        "time_to_first_batch_s": t_first, "peak_host_memory_bytes": peak,
+        "time_to_first_batch_s": t_first,
+        "window_cpu_s": (cpu_end - cpu_warm) / 1e9 if t_warm is not None else None,
+        "cpu_s_per_sample": ((cpu_end - cpu_warm) / 1e9 / samples_after) if samples_after else None, "peak_host_memory_bytes": peak,
         "capture": not args.no_capture, "trace": None if args.no_capture else rec.path,
         "config": {k: v for k, v in vars(args).items() if k != "func"},
     }

@@ -1,0 +1,78 @@
+// `simreplay calibrate`: one or more traces (captured, imported from Kineto, or both) and an optional
+// storage probe -> the model file the simulator reads (docs/model-format.md), with each parameter's
+// provenance and assumed flag, fit quality per component, the measured range, and a self-check that
+// simulates each captured configuration and compares it with what was measured.
+//
+// Library code: no SimGrid here (calibrate/ may not depend on sim/). The self-check gets the simulator
+// as a function (the CLI passes sim::SimulateScenario).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "calibrate/contention.h"
+#include "common/status.h"
+#include "models/model_params.h"
+#include "scenarios/scenario.h"
+
+namespace simreplay::calibrate {
+
+struct CalibrateOptions {
+  std::vector<std::string> traces;  // the first one is the trace the model replays
+  std::string probe_path;           // optional simreplay.probe/1 document
+  std::string model_path;           // where the model will be written ("trace" is made relative to it)
+  std::string storage_mode = "recorded";  // storage.mode written to the model: recorded | model
+};
+
+// What a trace measured, on the simulator's clock (first iter() to the last step end).
+struct MeasuredSummary {
+  int64_t samples = 0;        // samples delivered to the training loop
+  int64_t batches = 0;
+  double wall_s = 0;
+  double train_throughput_samples_per_s = 0;
+  double gpu_idle_fraction = 0;
+  double mean_data_wait_s = 0;
+  nlohmann::json ToJson() const;
+};
+
+// One captured configuration the self-check replays.
+struct CapturedRun {
+  std::string trace;             // path as given
+  nlohmann::json scenario;       // scenario JSON without "model" (see SelfCheck)
+  double as_captured_scale = 1;  // worker_cost_scale that reproduces the capture's contention
+  ContentionEstimate contention;
+  MeasuredSummary measured;
+  std::string skip_reason;       // non-empty: cannot be self-checked (no batches, ...)
+};
+
+struct CalibrationResult {
+  models::ModelParams model;  // model.extra holds fit_quality, provenance, formats, warnings, measured_range
+  std::vector<CapturedRun> captured;
+  std::vector<std::string> warnings;  // also in model.extra["warnings"]
+};
+
+// Reads every trace and the probe and fits the model. Errors: InvalidArgument/Corruption naming
+// FILE[:LINE] for bad input (empty trace, nothing measured, contradictory fields); low-confidence fits
+// are not errors but are flagged in fit_quality and listed in warnings.
+Result<CalibrationResult> Calibrate(const CalibrateOptions& options);
+
+// The path to store as the model's "trace": relative to the model file's directory when both are
+// relative or both absolute, else absolute.
+std::string TracePathForModel(const std::string& trace, const std::string& model_path);
+
+// Simulates one scenario and returns result.json (sim::SimulateScenario in the CLI).
+using SimulateFn = std::function<Result<nlohmann::json>(const scenarios::Scenario&)>;
+
+// Runs each captured configuration through `simulate` with the calibrated model (written to a
+// temporary file under `temp_dir`, with worker_cost_scale set to the run's as_captured_scale) and
+// returns the "self_check" object: predicted vs measured throughput, GPU idle and mean data wait.
+Result<nlohmann::json> SelfCheck(const CalibrationResult& result, const std::string& temp_dir,
+                                 const SimulateFn& simulate);
+
+// A plain-text table of a self_check object.
+std::string FormatSelfCheckTable(const nlohmann::json& self_check);
+
+}  // namespace simreplay::calibrate

@@ -1,0 +1,87 @@
+#include "calibrate/contention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "calibrate/cost_regression.h"
+
+namespace simreplay::calibrate {
+
+nlohmann::json ContentionEstimate::ToJson() const {
+  nlohmann::json j = {{"method", method},
+                      {"intrinsic_scale", intrinsic_scale},
+                      {"observed_core_share", observed_core_share},
+                      {"busy_loader_threads", busy_loader_threads},
+                      {"background_threads", background_threads},
+                      {"as_captured_scale", as_captured_scale},
+                      {"overhead_factor", overhead_factor},
+                      {"samples_with_cpu_ns", samples_with_cpu},
+                      {"assumed", assumed},
+                      {"notes", notes}};
+  if (worker_cpu_utilization_median >= 0) j["worker_cpu_utilization_median"] = worker_cpu_utilization_median;
+  return j;
+}
+
+ContentionEstimate EstimateContention(const ContentionInput& in) {
+  ContentionEstimate e;
+  double stage_wall = 0, busy_wall = in.collate_s, cpu_in_stage = 0, stage_wall_with_cpu = 0;
+  for (const auto& s : in.samples) {
+    stage_wall += s.cpu_stage_s;
+    busy_wall += s.cpu_stage_s;
+    if (s.cpu_ns_s < 0) continue;
+    const double wall = s.read_s + s.cpu_stage_s;
+    if (wall <= 0) continue;
+    cpu_in_stage += std::min(s.cpu_stage_s, s.cpu_ns_s * s.cpu_stage_s / wall);
+    stage_wall_with_cpu += s.cpu_stage_s;
+    ++e.samples_with_cpu;
+  }
+  if (!in.worker_cpu_utilization.empty()) {
+    e.worker_cpu_utilization_median = Quantile(in.worker_cpu_utilization, 0.5);
+  }
+  e.busy_loader_threads = in.run_wall_s > 0 ? busy_wall / in.run_wall_s : 0;
+  const double cores = in.cores > 0 ? in.cores : 0;
+  const double loader_share = (cores > 0 && e.busy_loader_threads > cores) ? cores / e.busy_loader_threads : 1.0;
+  if (in.cpu_work_per_batch_s > 0 && in.worker_overhead_per_batch_s > 0) {
+    e.overhead_factor = 1.0 + in.worker_overhead_per_batch_s / in.cpu_work_per_batch_s;
+    e.notes.push_back(fmt::format("workers spend {:.3g} s per batch outside the recorded stages ({:.1f}% of the "
+                                  "recorded decode+augment+collate): folded into the per-sample cost",
+                                  in.worker_overhead_per_batch_s, 100 * (e.overhead_factor - 1)));
+  }
+  e.as_captured_scale = loader_share * e.overhead_factor;
+  if (stage_wall <= 0) {
+    e.method = "none";
+    e.assumed = true;
+    e.notes.push_back("no decode/augment time recorded: worker_cost_scale left at 1");
+    return e;
+  }
+  if (in.cores <= 0) e.notes.push_back("cores of the captured machine unknown (manifest hardware.cores): background load not estimated");
+  if (e.samples_with_cpu > 0 && stage_wall_with_cpu > 0) {
+    e.method = "cpu_ns";
+    e.observed_core_share = std::clamp(cpu_in_stage / stage_wall_with_cpu, 1e-3, 1.0);
+    e.intrinsic_scale = e.observed_core_share * e.overhead_factor;
+    if (static_cast<size_t>(e.samples_with_cpu) < in.samples.size()) {
+      e.notes.push_back(fmt::format("cpu_ns recorded for {} of {} samples; the rest assumed alike",
+                                    e.samples_with_cpu, in.samples.size()));
+    }
+    if (cores > 0 && e.observed_core_share < loader_share * 0.97) {
+      // Saturated cores shared fairly among R runnable threads: share = C / R.
+      e.background_threads = std::max(0.0, cores / e.observed_core_share - e.busy_loader_threads);
+      e.notes.push_back(fmt::format(
+          "loader threads got {:.2f} of a core where the loader alone explains {:.2f}: about {:.1f} other runnable "
+          "threads on the host during capture (background load, not part of the intrinsic cost)",
+          e.observed_core_share, loader_share, e.background_threads));
+    }
+  } else {
+    e.method = "fair_share_assumed";
+    e.assumed = true;
+    e.intrinsic_scale = loader_share * e.overhead_factor;
+    e.observed_core_share = loader_share;
+    e.notes.push_back("no cpu_ns in the trace: intrinsic cost assumes fair sharing of the cores by the loader "
+                      "threads and no background load");
+  }
+  return e;
+}
+
+}  // namespace simreplay::calibrate

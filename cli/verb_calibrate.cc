@@ -1,0 +1,82 @@
+// simreplay calibrate TRACE... --out model.json [--probe probe.json] [--no-self-check]
+//   [--storage-mode recorded|model]: fits the model file (docs/model-format.md) from traces, then
+// simulates each captured configuration and prints predicted vs measured (stored as "self_check").
+#include <cstdio>
+#include <filesystem>
+
+#include <CLI/CLI.hpp>
+
+#include "calibrate/calibrator.h"
+#include "cli/cli_util.h"
+#include "cli/verb_registry.h"
+#include "common/atomic_file.h"
+#include "scenarios/scenario.h"
+#include "sim/point_runner.h"
+
+namespace simreplay::cli {
+namespace {
+
+int RunCalibrate(int argc, char** argv) {
+  CLI::App app{"Fit the simulator's model (docs/model-format.md) from traces and an optional storage probe.\n"
+               "Ends by simulating each captured configuration and printing predicted vs measured."};
+  app.name(argv[0]);
+  calibrate::CalibrateOptions options;
+  std::string out;
+  bool no_self_check = false;
+  app.add_option("traces", options.traces, "trace files (.jsonl or .jsonl.gz); the first is the one the model replays")
+      ->required();
+  app.add_option("--out", out, "model file to write (atomically)")->required();
+  app.add_option("--probe", options.probe_path, "storage probe document (simreplay probe storage)");
+  app.add_option("--storage-mode", options.storage_mode, "storage.mode written to the model: recorded (default) or model")
+      ->check(CLI::IsMember({"recorded", "model"}));
+  app.add_flag("--no-self-check", no_self_check, "skip simulating the captured configurations");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  const std::string verb = "simreplay calibrate";
+  options.model_path = out;
+  auto result = calibrate::Calibrate(options);
+  if (!result.ok()) return Fail(verb, result.status());
+
+  if (!no_self_check) {
+    std::string dir = scenarios::DirectoryOf(out);
+    sim::CostCache cache;
+    auto check = calibrate::SelfCheck(*result, dir, [&cache](const scenarios::Scenario& s) {
+      return sim::SimulateScenario(s, "", &cache);
+    });
+    if (!check.ok()) {
+      // The model is still useful; the failed check is recorded in it and reported.
+      std::fprintf(stderr, "%s: self-check failed: %s\n", verb.c_str(), check.status().message().c_str());
+      result->model.extra["self_check"] = {{"error", check.status().message()}};
+    } else {
+      result->model.extra["self_check"] = *check;
+      std::fputs(calibrate::FormatSelfCheckTable(*check).c_str(), stdout);
+    }
+  } else {
+    result->model.extra["self_check"] = {{"skipped", "--no-self-check"}};
+  }
+  Status s = WriteFileAtomically(out, models::ModelToJson(result->model).dump(2) + "\n");
+  if (!s.ok()) return Fail(verb, s);
+  const auto& m = result->model;
+  std::printf("cpu.worker_cost_scale %.4f (%s)\n", m.cpu.worker_cost_scale, m.info.at("cpu.worker_cost_scale").source.c_str());
+  std::printf("cpu.main_per_batch_s  %.6f s   worker_startup_s %.4f s   worker_spawn_s %.4f s\n", m.cpu.main_per_batch_s,
+              m.cpu.worker_startup_s, m.cpu.worker_spawn_s);
+  std::printf("gpu.step_time_s       %.6f s (cv %.3f, %s, %s)\n", m.gpu.step_time_s, m.gpu.step_cv,
+              m.gpu.distribution.c_str(), m.gpu.accelerator.c_str());
+  std::printf("storage               latency %.3g s, bandwidth %.3g B/s, mode %s\n", m.storage.latency_s,
+              m.storage.bandwidth_bytes_per_s, m.storage.mode.c_str());
+  std::printf("memory                worker PSS %.1f MiB, main %.1f MiB\n", m.memory.worker_base_pss_bytes / (1 << 20),
+              m.memory.main_base_bytes / (1 << 20));
+  for (const auto& w : result->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  std::printf("wrote %s\n", out.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+SIMREPLAY_REGISTER_VERB("calibrate", "fit the simulator's model from traces (+ storage probe) and self-check it",
+                        RunCalibrate);
+
+}  // namespace simreplay::cli

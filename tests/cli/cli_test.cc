@@ -1,0 +1,106 @@
+// End-to-end checks of the simreplay binary: determinism of every output file, exit codes, and that
+// bad input leaves no output behind.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code;
+  std::string output;  // stdout + stderr
+};
+
+Outcome RunCli(const std::string& args) {
+  std::string cmd = std::string(SIMREPLAY_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path Fresh(const std::string& name) {
+  fs::path dir = fs::path(::testing::TempDir()) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+const std::string kQuickstart = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/quickstart/scenario.json";
+
+TEST(Cli, WhatIfIsByteIdenticalWhateverTheJobs) {
+  fs::path a = Fresh("whatif_a"), b = Fresh("whatif_b");
+  auto ra = RunCli("what-if " + kQuickstart + " --out " + a.string() + " --jobs 1");
+  auto rb = RunCli("what-if " + kQuickstart + " --out " + b.string() + " --jobs 2");
+  ASSERT_EQ(ra.exit_code, 0) << ra.output;
+  ASSERT_EQ(rb.exit_code, 0) << rb.output;
+  for (const char* f : {"results.csv", "results.json", "report.html"}) {
+    EXPECT_FALSE(Slurp(a / f).empty()) << f;
+    EXPECT_EQ(Slurp(a / f), Slurp(b / f)) << f;
+  }
+  EXPECT_NE(ra.output.find("emulated"), std::string::npos) << "every output says the accelerator was emulated";
+}
+
+TEST(Cli, SimulateIsByteIdenticalRunToRun) {
+  fs::path a = Fresh("sim_a"), b = Fresh("sim_b");
+  ASSERT_EQ(RunCli("simulate " + kQuickstart + " --out " + a.string()).exit_code, 0);
+  ASSERT_EQ(RunCli("simulate " + kQuickstart + " --out " + b.string()).exit_code, 0);
+  EXPECT_EQ(Slurp(a / "result.json"), Slurp(b / "result.json"));
+  EXPECT_EQ(Slurp(a / "timeline.json"), Slurp(b / "timeline.json"));
+  auto result = nlohmann::json::parse(Slurp(a / "result.json"));
+  EXPECT_EQ(result["schema"], "simreplay.result/1");
+  EXPECT_EQ(result["accelerator"], "emulated");
+  auto timeline = nlohmann::json::parse(Slurp(a / "timeline.json"));
+  EXPECT_GT(timeline["traceEvents"].size(), 10u);
+}
+
+TEST(Cli, MalformedScenarioFailsCleanly) {
+  fs::path dir = Fresh("bad_scenario");
+  std::ofstream(dir / "s.json") << "{\n \"trace\": \"x\",\n \"loader\": [1,\n";
+  auto r = RunCli("simulate " + (dir / "s.json").string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.output.find("s.json:4: malformed JSON"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "one line: " << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "result.json"));
+}
+
+TEST(Cli, BadTraceFailsWithFileAndLineAndNoOutput) {
+  fs::path dir = Fresh("bad_trace");
+  std::ofstream(dir / "t.jsonl") << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})" "\n"
+                                 << R"({"type":"sample","rank":0,"epoch":0,"index":0,"batch":0,"worker":0,"t_start_ns":0,"read_ns":1,"decode_ns":-4,"augment_ns":0,"read_bytes":1,"out_bytes":1,"format":"jpeg","width":1,"height":1,"frames":1})"
+                                 << "\n";
+  std::ofstream(dir / "s.json") << R"({"trace":"t.jsonl","train":{"steps":3}})";
+  auto r = RunCli("simulate " + (dir / "s.json").string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.output.find("t.jsonl:2: field 'decode_ns' must be >= 0"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "result.json"));
+  EXPECT_FALSE(fs::exists(dir / "out" / "timeline.json"));
+}
+
+TEST(Cli, UsageErrorsAndHelp) {
+  EXPECT_EQ(RunCli("--help").exit_code, 0);
+  EXPECT_EQ(RunCli("no-such-verb").exit_code, 2);
+  EXPECT_EQ(RunCli("simulate").exit_code, 2);
+  EXPECT_EQ(RunCli("what-if --help").exit_code, 0);
+}
+
+}  // namespace

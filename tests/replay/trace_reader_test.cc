@@ -1,0 +1,219 @@
+#include "replay/trace_reader.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "replay/sample_costs.h"
+#include "replay/trace_writer.h"
+
+namespace simreplay::replay {
+namespace {
+
+const char* kHeader = R"({"type":"header","schema":"simreplay.trace/1","manifest":{"source":"test"}})";
+const char* kSample =
+    R"({"type":"sample","rank":0,"epoch":0,"index":3,"batch":0,"worker":1,"t_start_ns":10,"read_ns":100,"decode_ns":200,"augment_ns":300,"read_bytes":1000,"out_bytes":2000,"format":"jpeg","width":64,"height":48,"frames":1})";
+
+std::string TempPath(const std::string& name) { return ::testing::TempDir() + "/" + name; }
+
+std::string WriteText(const std::string& name, const std::string& text) {
+  std::string path = TempPath(name);
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+// Reads all records; returns the error message or "" and fills *count.
+std::string ReadAll(const std::string& path, int* count, std::vector<std::string>* warnings = nullptr) {
+  auto reader = TraceReader::Open(path);
+  if (!reader.ok()) return reader.status().message();
+  *count = 0;
+  TraceRecord record;
+  while (true) {
+    auto more = (*reader)->Next(&record);
+    if (!more.ok()) return more.status().message();
+    if (!*more) break;
+    ++*count;
+  }
+  if (warnings) *warnings = (*reader)->warnings();
+  return "";
+}
+
+TEST(TraceReader, ReadsSampleFields) {
+  auto path = WriteText("ok.jsonl", std::string(kHeader) + "\n" + kSample + "\n");
+  auto reader = TraceReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  EXPECT_EQ((*reader)->header().manifest["source"], "test");
+  TraceRecord record;
+  auto more = (*reader)->Next(&record);
+  ASSERT_TRUE(more.ok() && *more);
+  const auto& s = std::get<SampleRecord>(record);
+  EXPECT_EQ(s.index, 3);
+  EXPECT_EQ(s.worker, 1);
+  EXPECT_EQ(s.decode_ns, 200);
+  EXPECT_EQ(s.format, "jpeg");
+  EXPECT_FALSE(s.unsplit);
+}
+
+TEST(TraceReader, RejectsWrongSchemaVersion) {
+  auto path = WriteText("v2.jsonl", R"({"type":"header","schema":"simreplay.trace/2","manifest":{}})" "\n");
+  int n = 0;
+  std::string err = ReadAll(path, &n);
+  EXPECT_NE(err.find("v2.jsonl:1: wrong schema version"), std::string::npos) << err;
+}
+
+TEST(TraceReader, RejectsMalformedJsonWithLine) {
+  auto path = WriteText("bad.jsonl", std::string(kHeader) + "\n" + kSample + "\n{not json}\n" + kSample + "\n");
+  int n = 0;
+  std::string err = ReadAll(path, &n);
+  EXPECT_NE(err.find("bad.jsonl:3: malformed JSON"), std::string::npos) << err;
+}
+
+TEST(TraceReader, RejectsNegativeDuration) {
+  std::string line = kSample;
+  line.replace(line.find("\"decode_ns\":200"), 15, "\"decode_ns\":-5");
+  auto path = WriteText("neg.jsonl", std::string(kHeader) + "\n" + line + "\n");
+  int n = 0;
+  std::string err = ReadAll(path, &n);
+  EXPECT_NE(err.find("neg.jsonl:2: field 'decode_ns' must be >= 0"), std::string::npos) << err;
+}
+
+TEST(TraceReader, RejectsNaN) {
+  std::string line = kSample;
+  line.replace(line.find("\"decode_ns\":200"), 15, "\"decode_ns\":NaN");
+  auto path = WriteText("nan.jsonl", std::string(kHeader) + "\n" + line + "\n" + kSample + "\n");
+  int n = 0;
+  std::string err = ReadAll(path, &n);
+  EXPECT_NE(err.find("nan.jsonl:2: NaN or infinite"), std::string::npos) << err;
+}
+
+TEST(TraceReader, RejectsMissingAndIllTypedFields) {
+  std::string missing = kSample;
+  missing.replace(missing.find("\"read_ns\":100,"), 14, "");
+  std::string typed = kSample;
+  typed.replace(typed.find("\"index\":3"), 9, "\"index\":\"3\"");
+  int n = 0;
+  EXPECT_NE(ReadAll(WriteText("m.jsonl", std::string(kHeader) + "\n" + missing + "\n"), &n)
+                .find("m.jsonl:2: missing required field 'read_ns'"),
+            std::string::npos);
+  EXPECT_NE(ReadAll(WriteText("t.jsonl", std::string(kHeader) + "\n" + typed + "\n"), &n)
+                .find("t.jsonl:2: field 'index' must be an integer, found string"),
+            std::string::npos);
+}
+
+TEST(TraceReader, RejectsHugeNumbers) {
+  std::string line = kSample;
+  line.replace(line.find("\"read_bytes\":1000"), 17, "\"read_bytes\":99999999999999999999999");
+  int n = 0;
+  std::string err = ReadAll(WriteText("huge.jsonl", std::string(kHeader) + "\n" + line + "\n"), &n);
+  EXPECT_NE(err.find("huge.jsonl:2: field 'read_bytes' is too large"), std::string::npos) << err;
+}
+
+TEST(TraceReader, AcceptsTruncatedFinalLineWithWarning) {
+  std::string text = std::string(kHeader) + "\n" + kSample + "\n" + std::string(kSample).substr(0, 40);
+  int n = 0;
+  std::vector<std::string> warnings;
+  EXPECT_EQ(ReadAll(WriteText("cut.jsonl", text), &n, &warnings), "");
+  EXPECT_EQ(n, 1);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("cut.jsonl:3: truncated final line ignored"), std::string::npos);
+}
+
+TEST(TraceReader, SkipsUnknownTypesWithOneWarning) {
+  std::string text = std::string(kHeader) + "\n" + R"({"type":"future","x":1})" "\n" R"({"type":"future","x":2})" "\n" +
+                     kSample + "\n";
+  int n = 0;
+  std::vector<std::string> warnings;
+  EXPECT_EQ(ReadAll(WriteText("unk.jsonl", text), &n, &warnings), "");
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(warnings.size(), 1u);
+}
+
+TEST(TraceReader, KeepsUnknownFieldsIgnored) {
+  std::string line = kSample;
+  line.insert(line.size() - 1, R"(,"new_field":{"a":[1,2]})");
+  int n = 0;
+  EXPECT_EQ(ReadAll(WriteText("extra.jsonl", std::string(kHeader) + "\n" + line + "\n"), &n), "");
+  EXPECT_EQ(n, 1);
+}
+
+TEST(TraceReader, EmptyFileIsAnError) {
+  int n = 0;
+  EXPECT_NE(ReadAll(WriteText("empty.jsonl", ""), &n).find("empty.jsonl:1: empty file"), std::string::npos);
+}
+
+TEST(TraceReader, MissingFileNamesIt) {
+  int n = 0;
+  EXPECT_NE(ReadAll(TempPath("does-not-exist.jsonl"), &n).find("does-not-exist.jsonl: cannot open"), std::string::npos);
+}
+
+TEST(TraceWriter, RoundTripsThroughGzip) {
+  std::string path = TempPath("round.jsonl.gz");
+  TraceHeader header;
+  header.manifest = {{"source", "test"}};
+  auto writer = TraceWriter::Create(path, header);
+  ASSERT_TRUE(writer.ok());
+  SampleRecord s;
+  s.index = 7;
+  s.decode_ns = 123;
+  s.format = "png";
+  s.unsplit = true;
+  ASSERT_TRUE((*writer)->Write(s).ok());
+  BatchRecord b;
+  b.size = 1;
+  b.wait_ns = 55;
+  ASSERT_TRUE((*writer)->Write(b).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  auto costs = LoadSampleCosts({path});
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  ASSERT_EQ(costs->samples.size(), 1u);
+  EXPECT_DOUBLE_EQ(costs->samples[0].decode_s, 123e-9);
+  EXPECT_TRUE(costs->samples[0].unsplit);
+  EXPECT_EQ(costs->formats[0], "png");
+  EXPECT_DOUBLE_EQ(costs->measured.mean_wait_s, 55e-9);
+}
+
+TEST(TraceWriter, LeavesNoFileWithoutClose) {
+  std::string path = TempPath("abandoned.jsonl");
+  std::remove(path.c_str());
+  {
+    auto writer = TraceWriter::Create(path, TraceHeader{});
+    ASSERT_TRUE(writer.ok());
+  }
+  EXPECT_FALSE(std::ifstream(path).good());
+}
+
+TEST(TraceReader, ReadsPrefixOfCutGzipStream) {
+  // A killed gzip writer: compress a trace then chop the stream in the middle.
+  std::string text = std::string(kHeader) + "\n";
+  for (int i = 0; i < 2000; ++i) text += std::string(kSample) + "\n";
+  std::string full = TempPath("full.jsonl.gz");
+  gzFile out = gzopen(full.c_str(), "wb");
+  gzwrite(out, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(out);
+  std::ifstream in(full, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string cut_path = WriteText("cut.jsonl.gz", bytes.substr(0, bytes.size() / 2));
+  int n = 0;
+  std::vector<std::string> warnings;
+  EXPECT_EQ(ReadAll(cut_path, &n, &warnings), "");
+  EXPECT_GT(n, 10);
+  EXPECT_LT(n, 2000);
+  EXPECT_FALSE(warnings.empty());
+}
+
+TEST(SampleCosts, KinetoStyleTraceSpreadsBatchLoad) {
+  // No sample records: each batch's load (wait + collate) is spread evenly over its samples.
+  std::string text = std::string(kHeader) + "\n" +
+                     R"({"type":"batch","rank":0,"epoch":0,"batch":0,"worker":-1,"size":4,"collate_ns":0,"t_ready_ns":0,"wait_ns":400,"pin_ns":0,"h2d_ns":0,"h2d_bytes":0})" "\n";
+  auto costs = LoadSampleCosts({WriteText("kin.jsonl", text)});
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  ASSERT_EQ(costs->samples.size(), 4u);
+  EXPECT_DOUBLE_EQ(costs->samples[0].decode_s, 100e-9);
+  EXPECT_TRUE(costs->samples[0].unsplit);
+}
+
+}  // namespace
+}  // namespace simreplay::replay
