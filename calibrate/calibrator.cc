@@ -194,40 +194,58 @@ MeasuredSummary Summarize(const TraceData& t) {
   return m;
 }
 
-// Per batch: span (first sample start to t_ready) minus the recorded stages and collate; between
-// batches of one worker in one epoch: the gap from t_ready to the next batch's first sample, of which
-// the lower quartile is taken (larger gaps are the worker idling on a full prefetch window).
+// Worker time outside the recorded stages, per batch, as a mean (sums are what throughput depends on):
+//  - inside a batch: span (first sample start to t_ready) minus the recorded stages and collate;
+//  - before a batch: its first sample start minus the later of (the worker's previous t_ready, the
+//    moment its task was sent). The task for batch j is sent when batch j - P x W is handed to the
+//    loop (PyTorch's _try_put_index), so waiting for a task is not counted, only receipt and
+//    hand-off. Batches primed at iter() (j < P x W) are skipped.
 void WorkerOverhead(const TraceData& t, double* overhead_per_batch_s, double* cpu_work_per_batch_s) {
   struct Agg {
     int64_t first_start = INT64_MAX;
     int64_t stage_ns = 0;
     int64_t cpu_ns = 0;
   };
-  std::map<std::tuple<int64_t, int64_t, int64_t>, Agg> by_batch;  // (rank, epoch, batch)
+  using Key = std::tuple<int64_t, int64_t, int64_t>;  // (rank, epoch, batch)
+  std::map<Key, Agg> by_batch;
   for (const auto& s : t.samples) {
     Agg& a = by_batch[{s.rank, s.epoch, s.batch}];
     a.first_start = std::min(a.first_start, s.t_start_ns);
     a.stage_ns += s.read_ns + s.decode_ns + s.augment_ns;
     a.cpu_ns += s.decode_ns + s.augment_ns;
   }
-  std::vector<double> inside, gaps, work;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<std::pair<int64_t, int64_t>>> per_worker;
+  std::map<Key, int64_t> delivered;
+  for (const auto& b : t.batches) {
+    if (b.t_next_start_ns >= 0) delivered[{b.rank, b.epoch, b.batch}] = b.t_next_start_ns + b.wait_ns;
+  }
+  const int64_t window = static_cast<int64_t>(ManifestInt(t.manifest, "loader", "prefetch_factor", 2)) *
+                         ManifestInt(t.manifest, "loader", "num_workers", 0);
+  double inside = 0, before = 0, work = 0;
+  int64_t n_inside = 0, n_before = 0;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<std::pair<int64_t, const replay::BatchRecord*>>> per_worker;
   for (const auto& b : t.batches) {
     auto it = by_batch.find({b.rank, b.epoch, b.batch});
     if (it == by_batch.end() || b.t_ready_ns <= 0) continue;
     const Agg& a = it->second;
-    inside.push_back(std::max<int64_t>(0, b.t_ready_ns - a.first_start - a.stage_ns - b.collate_ns) * kNs);
-    work.push_back((a.cpu_ns + b.collate_ns) * kNs);
-    per_worker[{b.rank, b.epoch, b.worker}].push_back({a.first_start, b.t_ready_ns});
+    inside += std::max<int64_t>(0, b.t_ready_ns - a.first_start - a.stage_ns - b.collate_ns) * kNs;
+    work += (a.cpu_ns + b.collate_ns) * kNs;
+    ++n_inside;
+    if (b.worker >= 0) per_worker[{b.rank, b.epoch, b.worker}].push_back({a.first_start, &b});
   }
-  for (auto& [key, spans] : per_worker) {
-    std::sort(spans.begin(), spans.end());
-    for (size_t i = 1; i < spans.size(); ++i) gaps.push_back(std::max<int64_t>(0, spans[i].first - spans[i - 1].second) * kNs);
+  for (auto& [key, list] : per_worker) {
+    std::sort(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (size_t i = 1; i < list.size(); ++i) {
+      const auto* b = list[i].second;
+      if (window <= 0 || b->batch < window) continue;
+      auto sent = delivered.find({b->rank, b->epoch, b->batch - window});
+      if (sent == delivered.end()) continue;
+      const int64_t free_at = std::max(list[i - 1].second->t_ready_ns, sent->second);
+      before += std::max<int64_t>(0, list[i].first - free_at) * kNs;
+      ++n_before;
+    }
   }
-  *overhead_per_batch_s = inside.empty() ? 0 : Quantile(inside, 0.5) + (gaps.empty() ? 0 : Quantile(gaps, 0.25));
-  double sum = 0;
-  for (double w : work) sum += w;
-  *cpu_work_per_batch_s = work.empty() ? 0 : sum / static_cast<double>(work.size());
+  *overhead_per_batch_s = (n_inside > 0 ? inside / n_inside : 0) + (n_before > 0 ? before / n_before : 0);
+  *cpu_work_per_batch_s = n_inside > 0 ? work / n_inside : 0;
 }
 
 ContentionEstimate TraceContention(const TraceData& t) {
@@ -254,6 +272,12 @@ ContentionEstimate TraceContention(const TraceData& t) {
     }
   }
   return EstimateContention(in);
+}
+
+double Mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
 }
 
 nlohmann::json QuantileSummary(const std::vector<double>& v) {
@@ -375,6 +399,7 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
         if (i + 1 < b.size() && b[i + 1].t_next_start_ns >= end) after_step.push_back((b[i + 1].t_next_start_ns - end) * kNs);
       }
     }
+    // Medians: the loop's gaps include epoch boundaries (iter()), which the simulator models separately.
     const double loop_s = (before_step.empty() ? 0 : Quantile(before_step, 0.5)) + (after_step.empty() ? 0 : Quantile(after_step, 0.5));
     cpu_q["main_loop_per_batch_s"] = {{"next_return_to_step_start", QuantileSummary(before_step)},
                                       {"step_end_to_next_call", QuantileSummary(after_step)}};
@@ -419,16 +444,16 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
       }
     }
     if (!spawn.empty()) {
-      model.cpu.worker_spawn_s = Quantile(spawn, 0.5);
-      Set(&model, "cpu.worker_spawn_s", false, "median iter() time / num_workers (epoch_start events)");
+      model.cpu.worker_spawn_s = Mean(spawn);
+      Set(&model, "cpu.worker_spawn_s", false, "mean iter() time / num_workers (epoch_start events)");
     }
     if (!startup.empty()) {
-      model.cpu.worker_startup_s = Quantile(startup, 0.5);
-      Set(&model, "cpu.worker_startup_s", false, "median of (worker's first sample - its spawn) per epoch");
+      model.cpu.worker_startup_s = Mean(startup);
+      Set(&model, "cpu.worker_startup_s", false, "mean of (worker's first sample - its spawn) per epoch");
     }
     if (!resume.empty()) {
-      model.cpu.worker_resume_s = Quantile(resume, 0.5);
-      Set(&model, "cpu.worker_resume_s", false, "median iter() time / num_workers, persistent epochs >= 1");
+      model.cpu.worker_resume_s = Mean(resume);
+      Set(&model, "cpu.worker_resume_s", false, "mean iter() time / num_workers, persistent epochs >= 1");
     }
     cpu_q["worker_spawn_s"] = QuantileSummary(spawn);
     cpu_q["worker_startup_s"] = QuantileSummary(startup);

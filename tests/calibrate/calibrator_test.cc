@@ -1,0 +1,282 @@
+#include "calibrate/calibrator.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "models/model_params.h"
+#include "replay/trace_writer.h"
+#include "sim/point_runner.h"
+
+namespace simreplay::calibrate {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "calibrator_test.XXXXXX";
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Known parameters of the synthetic capture.
+struct Known {
+  int workers = 1;
+  int cores = 4;
+  int batch_size = 4;
+  int batches = 40;
+  double cpu_share = 0.5;           // cpu_ns = share x (read + decode + augment)
+  double decode_s_per_pixel = 40e-9;
+  double augment_s = 0.002;
+  double read_latency_s = 50e-6;
+  double read_bytes_per_s = 1e9;
+  double step_s = 0.020;
+  double main_ready_wait_s = 0.0005;  // next() on an already finished batch
+};
+
+// A single-worker capture whose timeline is consistent: the worker produces batches back to back, the
+// loop asks 1 ms after each is ready, gets it after main_ready_wait_s, and steps for step_s.
+std::string WriteSynthetic(const TempDir& dir, const Known& k, const std::string& name) {
+  replay::TraceHeader header;
+  header.manifest = {{"source", "synthetic"},
+                     {"hardware", {{"cores", k.cores}, {"ram_bytes", int64_t{16} << 30}}},
+                     {"loader", {{"num_workers", k.workers}, {"batch_size", k.batch_size}, {"prefetch_factor", 2},
+                                 {"pin_memory", false}, {"persistent_workers", false}}},
+                     {"data", {{"files", k.batches * k.batch_size}, {"bytes", 1 << 20}, {"format", "files"}}},
+                     {"accelerator", "emulated"}};
+  const std::string path = dir.File(name);
+  auto writer = replay::TraceWriter::Create(path, header);
+  EXPECT_TRUE(writer.ok());
+  const int64_t ms = 1'000'000;
+  // iter() at 0 takes 5 ms (spawn); the worker's first sample starts at 10 ms (5 ms start-up).
+  EXPECT_TRUE((*writer)->Write(replay::OtherRecord{"event", {{"type", "event"}, {"t_ns", 0}, {"kind", "epoch_start"},
+                                                             {"epoch", 0}, {"iter_ns", 5 * ms}}}).ok());
+  int64_t t = 10 * ms;       // worker clock
+  int64_t loop = 0;          // training loop clock
+  for (int b = 0; b < k.batches; ++b) {
+    const int64_t batch_start = t;
+    for (int i = 0; i < k.batch_size; ++i) {
+      replay::SampleRecord s;
+      s.index = b * k.batch_size + i;
+      s.batch = b;
+      s.worker = 0;
+      s.t_start_ns = t;
+      s.read_bytes = 20'000 + 3'000 * ((b * 7 + i * 3) % 11);
+      s.read_ns = std::llround((k.read_latency_s + s.read_bytes / k.read_bytes_per_s) * 1e9);
+      s.width = 100 + 20 * ((b + i) % 5);
+      s.height = 80 + 10 * ((b * 3 + i) % 7);
+      s.frames = 1;
+      s.decode_ns = std::llround(k.decode_s_per_pixel * s.width * s.height * 1e9);
+      s.augment_ns = std::llround(k.augment_s * 1e9);
+      s.format = "jpeg";
+      s.out_bytes = 3 * 64 * 64 * 4;
+      s.cpu_ns = std::llround(k.cpu_share * (s.read_ns + s.decode_ns + s.augment_ns));
+      t += s.read_ns + s.decode_ns + s.augment_ns;
+      EXPECT_TRUE((*writer)->Write(s).ok());
+    }
+    replay::BatchRecord br;
+    br.batch = b;
+    br.worker = 0;
+    br.size = k.batch_size;
+    br.collate_ns = 0;
+    br.t_ready_ns = t;
+    br.t_next_start_ns = std::max(loop, t + ms);
+    br.wait_ns = std::llround(k.main_ready_wait_s * 1e9);
+    br.bytes = k.batch_size * 3 * 64 * 64 * 4;
+    EXPECT_TRUE((*writer)->Write(br).ok());
+    replay::StepRecord st;
+    st.step = b;
+    st.t_start_ns = br.t_next_start_ns + br.wait_ns;
+    st.compute_ns = st.step_ns = std::llround(k.step_s * 1e9);
+    loop = st.t_start_ns + st.step_ns;
+    EXPECT_TRUE((*writer)->Write(st).ok());
+    (void)batch_start;
+  }
+  replay::WorkerRecord w;
+  w.worker = 0;
+  w.pid = 100;
+  w.t_ns = ms;
+  w.rss_bytes = 200 << 20;
+  w.pss_bytes = 90 << 20;
+  EXPECT_TRUE((*writer)->Write(w).ok());
+  w.worker = -1;
+  w.pid = 99;
+  w.rss_bytes = 300 << 20;
+  EXPECT_TRUE((*writer)->Write(w).ok());
+  EXPECT_TRUE((*writer)->Close().ok());
+  return path;
+}
+
+Result<CalibrationResult> CalibrateTraces(const std::vector<std::string>& traces, const std::string& model_path) {
+  CalibrateOptions o;
+  o.traces = traces;
+  o.model_path = model_path;
+  return Calibrate(o);
+}
+
+TEST(Calibrate, RecoversKnownParametersFromSyntheticTrace) {
+  TempDir dir;
+  Known k;
+  auto r = CalibrateTraces({WriteSynthetic(dir, k, "syn.jsonl")}, dir.File("model.json"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& m = r->model;
+  // cpu_ns covers read too; decode+augment get their proportional share: exactly k.cpu_share.
+  EXPECT_NEAR(m.cpu.worker_cost_scale, k.cpu_share, 1e-3);
+  EXPECT_FALSE(m.info.at("cpu.worker_cost_scale").assumed);
+  EXPECT_NEAR(m.gpu.step_time_s, k.step_s, 1e-9);
+  EXPECT_EQ(m.gpu.distribution, "constant");
+  EXPECT_EQ(m.gpu.measured_batch_size, k.batch_size);
+  EXPECT_NEAR(m.storage.latency_s, k.read_latency_s, 1e-6);
+  EXPECT_NEAR(m.storage.bandwidth_bytes_per_s / k.read_bytes_per_s, 1.0, 0.01);
+  EXPECT_NEAR(m.cpu.main_per_batch_s, k.main_ready_wait_s, 1e-6);
+  EXPECT_NEAR(m.cpu.worker_spawn_s, 0.005, 1e-9);
+  EXPECT_NEAR(m.cpu.worker_startup_s, 0.005, 1e-9);
+  EXPECT_NEAR(m.memory.worker_base_pss_bytes, 90 << 20, 1);
+  EXPECT_NEAR(m.memory.main_base_bytes, 300 << 20, 1);
+  EXPECT_TRUE(m.info.at("pcie.h2d_pinned_bytes_per_s").assumed);  // no GPU copy: catalogue
+  EXPECT_EQ(m.trace_path, "syn.jsonl");
+  // Decode regression: intrinsic decode = share x 40 ns/pixel, intercept ~0.
+  const auto& decode = m.extra["formats"]["media"]["jpeg"]["stages"]["decode"];
+  EXPECT_NEAR(decode["coefficients_s_per_unit"]["pixels"].template get<double>(), k.cpu_share * k.decode_s_per_pixel, 1e-10);
+  EXPECT_GT(decode["r2"].template get<double>(), 0.999);
+  EXPECT_EQ(m.extra["measured_range"]["num_workers"], nlohmann::json({1, 1}));
+  EXPECT_EQ(m.extra["measured_range"]["formats"], nlohmann::json({"files"}));
+  // The model file round-trips through the simulator's loader with its provenance.
+  auto parsed = models::ParseModel(models::ModelToJson(m), "model.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_FALSE(parsed->info.at("gpu.step_time_s").assumed);
+  EXPECT_TRUE(parsed->extra.contains("fit_quality"));
+}
+
+TEST(Calibrate, SelfCheckSimulatesTheCapturedConfiguration) {
+  TempDir dir;
+  Known k;
+  auto r = CalibrateTraces({WriteSynthetic(dir, k, "syn.jsonl")}, dir.File("model.json"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  sim::CostCache cache;
+  auto check = SelfCheck(*r, dir.File(""), [&](const scenarios::Scenario& s) { return sim::SimulateScenario(s, "", &cache); });
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  ASSERT_EQ((*check)["checked"], 1);
+  const auto& row = (*check)["runs"][0];
+  EXPECT_GT(row["predicted"]["train_throughput_samples_per_s"].template get<double>(), 0);
+  // The synthetic loop is step-bound (20 ms step, ~8 ms per batch of loading): the simulation must agree
+  // within the self-check target.
+  EXPECT_LT(std::abs(row["error"]["train_throughput_pct"].template get<double>()), 3.0) << row.dump(2);
+  EXPECT_FALSE(FormatSelfCheckTable(*check).empty());
+}
+
+TEST(Calibrate, EmptyFileIsAnErrorNamingTheFile) {
+  TempDir dir;
+  const std::string path = dir.File("empty.jsonl");
+  std::ofstream(path).close();
+  auto r = CalibrateTraces({path}, dir.File("m.json"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(path), std::string::npos) << r.status().message();
+}
+
+TEST(Calibrate, HeaderOnlyTraceHasNothingToCalibrate) {
+  TempDir dir;
+  const std::string path = dir.File("h.jsonl");
+  std::ofstream(path) << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})" << "\n";
+  auto r = CalibrateTraces({path}, dir.File("m.json"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nothing to calibrate"), std::string::npos) << r.status().message();
+}
+
+TEST(Calibrate, AllZeroTraceIsAnError) {
+  TempDir dir;
+  const std::string path = dir.File("z.jsonl");
+  std::ofstream f(path);
+  f << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})" << "\n";
+  for (int i = 0; i < 5; ++i) {
+    f << R"({"type":"sample","rank":0,"epoch":0,"index":)" << i
+      << R"(,"batch":0,"worker":0,"t_start_ns":0,"read_ns":0,"decode_ns":0,"augment_ns":0,"read_bytes":0,"out_bytes":0,"format":"jpeg","width":0,"height":0,"frames":0})"
+      << "\n";
+  }
+  f.close();
+  auto r = CalibrateTraces({path}, dir.File("m.json"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("measured nothing"), std::string::npos) << r.status().message();
+}
+
+TEST(Calibrate, NaNIsRejectedWithFileAndLine) {
+  TempDir dir;
+  const std::string path = dir.File("nan.jsonl");
+  std::ofstream(path) << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})" << "\n"
+                      << R"({"type":"step","rank":0,"step":0,"t_start_ns":0,"compute_ns":NaN,"comm_ns":0,"step_ns":5,"micro_batches":1})"
+                      << "\n";
+  auto r = CalibrateTraces({path}, dir.File("m.json"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(path + ":2"), std::string::npos) << r.status().message();
+}
+
+TEST(Calibrate, ContradictoryWorkerIdIsAnErrorWithLine) {
+  TempDir dir;
+  const std::string path = dir.File("c.jsonl");
+  std::ofstream(path)
+      << R"({"type":"header","schema":"simreplay.trace/1","manifest":{"loader":{"num_workers":2,"batch_size":4}}})" << "\n"
+      << R"({"type":"sample","rank":0,"epoch":0,"index":1,"batch":0,"worker":5,"t_start_ns":0,"read_ns":10,"decode_ns":1000,"augment_ns":0,"read_bytes":10,"out_bytes":10,"format":"jpeg","width":1,"height":1,"frames":1})"
+      << "\n";
+  auto r = CalibrateTraces({path}, dir.File("m.json"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(path + ":2: contradictory"), std::string::npos) << r.status().message();
+}
+
+TEST(Calibrate, CpuTimeAboveWallTimeIsContradictory) {
+  TempDir dir;
+  const std::string path = dir.File("c.jsonl");
+  std::ofstream(path)
+      << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})" << "\n"
+      << R"({"type":"sample","rank":0,"epoch":0,"index":1,"batch":0,"worker":0,"t_start_ns":0,"read_ns":0,"decode_ns":1000000,"augment_ns":0,"read_bytes":10,"out_bytes":10,"format":"jpeg","width":1,"height":1,"frames":1,"cpu_ns":90000000})"
+      << "\n";
+  auto r = CalibrateTraces({path}, dir.File("m.json"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cpu_ns"), std::string::npos) << r.status().message();
+}
+
+TEST(Calibrate, OneSampleCalibratesWithLowConfidenceFlags) {
+  TempDir dir;
+  Known k;
+  k.batches = 1;
+  k.batch_size = 1;
+  auto r = CalibrateTraces({WriteSynthetic(dir, k, "one.jsonl")}, dir.File("m.json"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  bool flagged = false;
+  for (const auto& w : r->warnings) flagged |= w.find("low confidence") != std::string::npos;
+  EXPECT_TRUE(flagged);
+  EXPECT_TRUE(r->model.extra["fit_quality"]["cost_regression"]["jpeg.decode"]["low_confidence"].get<bool>());
+  // Too few ready batches for main_per_batch_s: the default stays and is marked assumed.
+  EXPECT_EQ(r->model.info.count("cpu.main_per_batch_s"), 0u);
+}
+
+TEST(Calibrate, TwoTracesAtDifferentBatchSizesFitTheStepScaling) {
+  TempDir dir;
+  Known a, b;
+  b.batch_size = 8;
+  b.step_s = 0.036;  // 4 ms + 4 ms per sample at 4 -> 20 ms, at 8 -> 36 ms
+  auto r = CalibrateTraces({WriteSynthetic(dir, a, "a.jsonl"), WriteSynthetic(dir, b, "b.jsonl")}, dir.File("m.json"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& fit = r->model.extra["fit_quality"]["gpu"]["batch_size_fit"];
+  EXPECT_NEAR(fit["coefficients_s_per_unit"]["intercept"].template get<double>(), 0.004, 1e-6);
+  EXPECT_NEAR(fit["coefficients_s_per_unit"]["batch_size"].template get<double>(), 0.004, 1e-7);
+  EXPECT_EQ(r->model.extra["measured_range"]["batch_size"], nlohmann::json({4, 8}));
+}
+
+TEST(TracePathForModel, RelativeToTheModelDirectory) {
+  EXPECT_EQ(TracePathForModel("runs/t.jsonl.gz", "runs/model.json"), "t.jsonl.gz");
+  EXPECT_EQ(TracePathForModel("t.jsonl.gz", "out/model.json"), "../t.jsonl.gz");
+  EXPECT_EQ(TracePathForModel("/a/b/t.jsonl", "/a/c/m.json"), "../b/t.jsonl");
+}
+
+}  // namespace
+}  // namespace simreplay::calibrate

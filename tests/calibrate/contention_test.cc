@@ -1,0 +1,73 @@
+#include "calibrate/contention.h"
+
+#include <gtest/gtest.h>
+
+namespace simreplay::calibrate {
+namespace {
+
+ContentionInput Busy(double cpu_fraction, bool with_cpu) {
+  ContentionInput in;
+  in.workers = 2;
+  in.cores = 2;
+  // 100 samples of 10 ms decode+augment and no read: 1 s of busy wall time over a 1 s run: N = 1.
+  for (int i = 0; i < 100; ++i) in.samples.push_back({0.0, 0.010, with_cpu ? 0.010 * cpu_fraction : -1});
+  in.run_wall_s = 1.0;
+  return in;
+}
+
+TEST(EstimateContention, CpuTimeGivesIntrinsicScale) {
+  auto e = EstimateContention(Busy(0.5, true));
+  EXPECT_EQ(e.method, "cpu_ns");
+  EXPECT_NEAR(e.intrinsic_scale, 0.5, 1e-12);
+  EXPECT_NEAR(e.busy_loader_threads, 1.0, 1e-12);
+  // 1 busy loader thread on 2 cores explains no slowdown: the rest is background, C / 0.5 - 1 = 3.
+  EXPECT_NEAR(e.background_threads, 3.0, 1e-9);
+  EXPECT_NEAR(e.as_captured_scale, 1.0, 1e-12);
+  EXPECT_FALSE(e.assumed);
+}
+
+TEST(EstimateContention, UncontendedTraceKeepsScaleOne) {
+  auto e = EstimateContention(Busy(1.0, true));
+  EXPECT_NEAR(e.intrinsic_scale, 1.0, 1e-12);
+  EXPECT_NEAR(e.background_threads, 0.0, 1e-12);
+}
+
+TEST(EstimateContention, WithoutCpuTimeAssumesFairShare) {
+  ContentionInput in = Busy(0, false);
+  in.run_wall_s = 0.25;  // N = 4 busy threads on 2 cores: each got half a core
+  auto e = EstimateContention(in);
+  EXPECT_EQ(e.method, "fair_share_assumed");
+  EXPECT_TRUE(e.assumed);
+  EXPECT_NEAR(e.intrinsic_scale, 0.5, 1e-12);
+  EXPECT_NEAR(e.as_captured_scale, 0.5, 1e-12);
+}
+
+TEST(EstimateContention, ReadTimeIsNotCountedAsDecodeCpu) {
+  ContentionInput in;
+  in.cores = 4;
+  in.run_wall_s = 10;
+  // 1 ms read + 9 ms decode, cpu 10 ms x 0.9 share: decode gets 9 ms of cpu x 0.9 = exact 0.9 share.
+  for (int i = 0; i < 10; ++i) in.samples.push_back({0.001, 0.009, 0.009});
+  auto e = EstimateContention(in);
+  EXPECT_NEAR(e.intrinsic_scale, 0.9, 1e-12);
+}
+
+TEST(EstimateContention, OverheadOutsideStagesIsFoldedIn) {
+  ContentionInput in = Busy(1.0, true);
+  in.worker_overhead_per_batch_s = 0.002;
+  in.cpu_work_per_batch_s = 0.020;
+  auto e = EstimateContention(in);
+  EXPECT_NEAR(e.overhead_factor, 1.1, 1e-12);
+  EXPECT_NEAR(e.intrinsic_scale, 1.1, 1e-12);
+  EXPECT_NEAR(e.as_captured_scale, 1.1, 1e-12);
+}
+
+TEST(EstimateContention, NothingRecorded) {
+  ContentionInput in;
+  auto e = EstimateContention(in);
+  EXPECT_EQ(e.method, "none");
+  EXPECT_EQ(e.intrinsic_scale, 1.0);
+}
+
+}  // namespace
+}  // namespace simreplay::calibrate
