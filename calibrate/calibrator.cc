@@ -360,14 +360,19 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
   }
   cpu_q["contention"] = per_trace;
   const auto& c0 = contention.front();
-  model.cpu.worker_cost_scale = c0.intrinsic_scale;
+  const bool as_captured = options.cpu_scale == "as-captured";
+  model.cpu.worker_cost_scale = as_captured ? c0.as_captured_scale : c0.intrinsic_scale;
   Set(&model, "cpu.worker_cost_scale", c0.assumed,
-      c0.method == "cpu_ns" ? "sum(cpu_ns in decode+augment) / sum(decode+augment wall), " + primary_src
-                            : "fair share of cores assumed (no cpu_ns), " + primary_src);
+      std::string(as_captured ? "as captured: min(1, cores / busy loader threads) x overhead factor (keeps the "
+                                "slowdown from other load during capture), "
+                              : "intrinsic: sum(cpu_ns in decode+augment) / sum(decode+augment wall) x overhead factor, ") +
+          (c0.method == "cpu_ns" ? "" : "fair share of cores assumed (no cpu_ns), ") + primary_src);
   if (c0.background_threads > 0.5) {
     warnings.push_back(fmt::format("{}: about {:.1f} runnable threads of other processes competed with the loader during capture; "
-                                   "the model holds the intrinsic cost, the simulator does not add that load back",
-                                   primary.path, c0.background_threads));
+                                   "{}",
+                                   primary.path, c0.background_threads,
+                                   as_captured ? "the model keeps the slowdown it caused (--cpu-scale as-captured)"
+                                               : "the model holds the intrinsic cost (--cpu-scale intrinsic): predictions assume a dedicated machine"));
   }
   model.cpu.core_speed_scale = 1.0;
   Set(&model, "cpu.core_speed_scale", true, "1 = the captured machine's cores (set it to simulate other cores)");
@@ -934,7 +939,8 @@ Result<nlohmann::json> SelfCheck(const CalibrationResult& result, const std::str
     model.cpu.worker_cost_scale = run.as_captured_scale;
     model.trace_path = std::filesystem::absolute(run.trace).string();
     model.extra = nlohmann::json::object();
-    const std::string model_path = fmt::format("{}/selfcheck-model.{}.{}.json", temp_dir, ::getpid(), checked);
+    const std::string model_path = std::filesystem::absolute(
+        fmt::format("{}/selfcheck-model.{}.{}.json", temp_dir, ::getpid(), checked)).string();
     SIMREPLAY_RETURN_IF_ERROR(WriteFileAtomically(model_path, models::ModelToJson(model).dump(2)));
     nlohmann::json scenario_json = run.scenario;
     scenario_json["model"] = model_path;

@@ -25,6 +25,10 @@ struct CalibrateOptions {
   std::string probe_path;           // optional simreplay.probe/1 document
   std::string model_path;           // where the model will be written ("trace" is made relative to it)
   std::string storage_mode = "recorded";  // storage.mode written to the model: recorded | model
+  // cpu.worker_cost_scale written to the model: "as-captured" keeps the slowdown that load outside the
+  // loader caused during capture (predicts this machine as it was); "intrinsic" removes it (predicts a
+  // dedicated machine). Identical when nothing else ran during the capture.
+  std::string cpu_scale = "as-captured";
 };
 
 // What a trace measured, on the simulator's clock (first iter() to the last step end).

@@ -29,6 +29,10 @@ int RunCalibrate(int argc, char** argv) {
   app.add_option("--probe", options.probe_path, "storage probe document (simreplay probe storage)");
   app.add_option("--storage-mode", options.storage_mode, "storage.mode written to the model: recorded (default) or model")
       ->check(CLI::IsMember({"recorded", "model"}));
+  app.add_option("--cpu-scale", options.cpu_scale,
+                 "as-captured (default: predict this machine under the load it was captured with) or intrinsic "
+                 "(predict a dedicated machine)")
+      ->check(CLI::IsMember({"as-captured", "intrinsic"}));
   app.add_flag("--no-self-check", no_self_check, "skip simulating the captured configurations");
   try {
     app.parse(argc, argv);

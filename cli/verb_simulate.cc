@@ -8,14 +8,15 @@
 #include "cli/verb_registry.h"
 #include "common/atomic_file.h"
 #include "scenarios/scenario.h"
+#include "scenarios/sweep_outputs.h"
 #include "sim/point_runner.h"
 
 namespace simreplay::cli {
 namespace {
 
 int RunSimulate(int argc, char** argv) {
-  CLI::App app{"Simulate one scenario: writes DIR/result.json (schema simreplay.result/1, docs/result-format.md)\n"
-               "and DIR/timeline.json (Chrome trace format: open in ui.perfetto.dev)."};
+  CLI::App app{"Simulate one scenario: writes DIR/result.json (schema simreplay.result/1, docs/result-format.md),\n"
+               "DIR/report.html and DIR/timeline.json (Chrome trace format: open in ui.perfetto.dev)."};
   app.name(argv[0]);
   std::string scenario_path, out_dir;
   app.add_option("scenario", scenario_path, "scenario JSON file (docs/scenario-format.md)")->required();
@@ -44,6 +45,7 @@ int RunSimulate(int argc, char** argv) {
     return Fail(verb, result.status());
   }
   s = WriteFileAtomically(out_dir + "/result.json", result->dump(2) + "\n");
+  if (s.ok()) s = WriteFileAtomically(out_dir + "/report.html", scenarios::SweepHtml(scenario_path, {{{}, *result}}));
   if (s.ok()) {
     std::error_code ec;
     std::filesystem::rename(timeline_pending, out_dir + "/timeline.json", ec);
@@ -68,7 +70,8 @@ int RunSimulate(int argc, char** argv) {
                 (*result)["measured"]["train_throughput_error_pct"].get<double>());
   }
   for (const auto& w : (*result)["warnings"]) std::fprintf(stderr, "warning: %s\n", w.get<std::string>().c_str());
-  std::printf("wrote %s/result.json and %s/timeline.json\n", out_dir.c_str(), out_dir.c_str());
+  std::printf("wrote %s/result.json, %s/report.html and %s/timeline.json (open in ui.perfetto.dev)\n", out_dir.c_str(),
+              out_dir.c_str(), out_dir.c_str());
   return kExitOk;
 }
 

@@ -24,6 +24,7 @@ struct CpuParams {
   double worker_spawn_s = 0.01;        // main process, per worker started (serial)
   double worker_resume_s = 0.002;      // persistent workers: per-epoch resume handshake
   double collate_per_sample_s = 2e-5;  // used when the trace has no collate time
+  double background_threads = 0;       // CPU demand of other processes on the node, in busy cores
 };
 
 struct StorageParams {

@@ -27,6 +27,16 @@ int32_t FormatId(SampleCostTable* table, const std::string& format) {
 
 }  // namespace
 
+std::string ContainerOfManifest(const nlohmann::json& manifest) {
+  for (const char* section : {"data", "notes"}) {
+    if (manifest.contains(section) && manifest[section].is_object() && manifest[section].contains("format") &&
+        manifest[section]["format"].is_string()) {
+      return manifest[section]["format"].get<std::string>();
+    }
+  }
+  return "files";
+}
+
 Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_paths) {
   SampleCostTable table;
   std::vector<Keyed> keyed;
@@ -34,7 +44,7 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
   std::set<std::pair<int64_t, int64_t>> indices;  // (rank, index)
   double step_compute_sum = 0, comm_sum = 0;
   int64_t micro_batches = 0, steps = 0;
-  int64_t t_first = INT64_MAX, t_last = INT64_MIN;
+  int64_t t_first = INT64_MAX, t_last = INT64_MIN, t_epoch_start = INT64_MAX;
   for (const auto& path : trace_paths) {
     auto reader = TraceReader::Open(path);
     if (!reader.ok()) return reader.status();
@@ -62,6 +72,12 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
       } else if (auto* w = std::get_if<WorkerRecord>(&record)) {
         if (w->worker >= 0) table.measured.max_worker_pss_bytes = std::max(table.measured.max_worker_pss_bytes, w->pss_bytes);
         else table.measured.max_main_rss_bytes = std::max(table.measured.max_main_rss_bytes, w->rss_bytes);
+      } else if (auto* o = std::get_if<OtherRecord>(&record)) {
+        // The run starts at the first iter() (capture's epoch_start event), before workers spawn.
+        if (o->type == "event" && o->json.value("kind", "") == "epoch_start" && o->json.contains("t_ns") &&
+            o->json["t_ns"].is_number_integer()) {
+          t_epoch_start = std::min(t_epoch_start, o->json["t_ns"].get<int64_t>());
+        }
       } else if (auto* h = std::get_if<HostRecord>(&record)) {
         table.measured.peak_host_mem_bytes = std::max(table.measured.peak_host_mem_bytes, h->mem_used_bytes);
       }
@@ -93,6 +109,7 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
     if (size_sum > 0 && !keyed.empty()) m.mean_collate_per_sample_s = collate / static_cast<double>(size_sum);
     if (pin_s > 0) m.mean_pin_bytes_per_s = pin_bytes / pin_s;
     if (h2d_s > 0) m.mean_h2d_bytes_per_s = h2d_bytes / h2d_s;
+    if (t_epoch_start != INT64_MAX) t_first = std::min(t_first, t_epoch_start);
     if (t_last > t_first && t_first != INT64_MAX) m.wall_s = (t_last - t_first) * kNs;
   }
   if (micro_batches > 0) m.mean_step_compute_s = step_compute_sum / static_cast<double>(micro_batches);

@@ -28,7 +28,7 @@ struct SampleCost {
 struct MeasuredRun {
   int64_t samples = 0;            // samples delivered to the training loop (sum of batch sizes)
   int64_t batches = 0;
-  double wall_s = 0;              // first batch request to last step end, over all ranks
+  double wall_s = 0;              // first iter() (epoch_start event; else first next()) to last step end
   double mean_wait_s = 0;
   double mean_collate_per_sample_s = -1;  // -1: unknown
   double mean_pin_bytes_per_s = -1;
@@ -49,6 +49,10 @@ struct SampleCostTable {
   MeasuredRun measured;
   std::vector<std::string> warnings;
 };
+
+// The storage container a trace was captured in: its manifest's data.format ("files", "tar", "lmdb",
+// "hdf5"), falling back to notes.format; "files" when neither is given.
+std::string ContainerOfManifest(const nlohmann::json& manifest);
 
 // Reads every trace (streaming) and builds the table. Fails when a trace is invalid or has neither
 // sample records nor batch records with a known size.

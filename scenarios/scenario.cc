@@ -10,7 +10,7 @@ namespace {
 
 using Sign = JsonFields::Sign;
 
-const std::set<std::string> kTopKeys = {"model", "trace", "loader", "hardware", "train", "replay",
+const std::set<std::string> kTopKeys = {"model", "trace", "data", "loader", "hardware", "train", "replay",
                                         "seed", "sweep", "outputs", "name", "description"};
 
 Status CheckKnownKeys(const nlohmann::json& object, const std::set<std::string>& known, const JsonFields& f) {
@@ -114,7 +114,7 @@ Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& wh
   if (model.empty() && trace.empty()) return f.Error("needs \"model\" or \"trace\" (or both)");
   s.model_path = Resolve(base_dir, model);
   s.trace_path = Resolve(base_dir, trace);
-  for (const char* section : {"loader", "hardware", "train", "replay", "outputs"}) {
+  for (const char* section : {"data", "loader", "hardware", "train", "replay", "outputs"}) {
     if (json.contains(section) && !json[section].is_object()) {
       return f.Error(std::string("'") + section + "' must be an object");
     }
@@ -124,9 +124,16 @@ Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& wh
   SIMREPLAY_RETURN_IF_ERROR(ParseTrain(json["train"], where, &s.train));
   if (json.contains("hardware")) {
     JsonFields h(json["hardware"], where + ": hardware");
-    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(json["hardware"], {"cpu_cores", "gpus"}, h));
+    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(json["hardware"], {"cpu_cores", "gpus", "background_threads"}, h));
     SIMREPLAY_RETURN_IF_ERROR(GetIntIn(h, "cpu_cores", &s.hardware.cpu_cores, 0, 4096));
     SIMREPLAY_RETURN_IF_ERROR(GetIntIn(h, "gpus", &s.hardware.gpus, 1, 64));
+    SIMREPLAY_RETURN_IF_ERROR(h.GetOptionalDouble("background_threads", &s.hardware.background_threads));
+    if (s.hardware.background_threads > 4096) return h.Error("'background_threads' too large");
+  }
+  if (json.contains("data")) {
+    JsonFields d(json["data"], where + ": data");
+    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(json["data"], {"format"}, d));
+    SIMREPLAY_RETURN_IF_ERROR(d.GetOptionalString("format", &s.data_format));
   }
   if (json.contains("replay")) {
     JsonFields r(json["replay"], where + ": replay");

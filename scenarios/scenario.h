@@ -26,6 +26,7 @@ struct LoaderConfig {
 struct HardwareConfig {
   int cpu_cores = 0;  // 0: the cores recorded in the trace's manifest, else 8
   int gpus = 1;       // GPU ranks on the node, one DataLoader each
+  double background_threads = -1;  // busy cores taken by other processes; < 0: the model's value
 };
 
 struct TrainConfig {
@@ -43,6 +44,7 @@ struct Scenario {
   LoaderConfig loader;
   HardwareConfig hardware;
   TrainConfig train;
+  std::string data_format;  // container to simulate (files, tar, lmdb, hdf5); "" = as captured
   std::string replay_order = "recorded";  // recorded | shuffled
   std::string replay_fidelity = "sample";  // sample: one activity per sample stage; batch: per batch
   uint64_t seed = 0;

@@ -166,7 +166,8 @@ std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepR
                      "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse}"
                      "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}"
                      ".warn{color:#a40}</style></head><body>\n";
-  html += "<h1>simreplay what-if</h1>\n<p>Scenario: <code>" + HtmlEscape(scenario_path) + "</code>. ";
+  html += std::string(points.size() == 1 && points[0].axes.empty() ? "<h1>simreplay simulate</h1>" : "<h1>simreplay what-if</h1>") +
+          "\n<p>Scenario: <code>" + HtmlEscape(scenario_path) + "</code>. ";
   if (!points.empty()) {
     html += "Accelerator: <b>" + HtmlEscape(points[0].result.value("accelerator", "")) + "</b> (" +
             HtmlEscape(points[0].result.value("accelerator_note", "")) + ").";
@@ -177,6 +178,9 @@ std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepR
   html += Chart(points, "gpu_idle_fraction", "GPU idle fraction");
   html += Chart(points, "data_wait_s.p95", "Data wait p95 (s)");
   html += Chart(points, "peak_host_memory_bytes", "Peak host memory (bytes)");
+  if (points.size() == 1 && points[0].axes.empty()) {
+    html += "<h2>Metrics</h2>\n<pre>" + HtmlEscape(points[0].result["metrics"].dump(2)) + "</pre>\n";
+  }
   html += "<h2>All points</h2>\n<pre>" + HtmlEscape(SweepTable(points)) + "</pre>\n<h2>Bottlenecks</h2><table><tr>";
   if (!points.empty()) {
     for (const auto& [axis, v] : points[0].axes) html += "<th>" + HtmlEscape(axis) + "</th>";

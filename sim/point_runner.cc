@@ -1,9 +1,12 @@
 #include "sim/point_runner.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/atomic_file.h"
 #include "models/model_params.h"
+#include "sim/format_replay.h"
 #include "sim/metrics.h"
 #include "sim/simulation.h"
 #include "sim/timeline_writer.h"
@@ -32,6 +35,52 @@ bool SameConfiguration(const scenarios::Scenario& s, const nlohmann::json& manif
          get_bool("persistent_workers") == s.loader.persistent_workers && s.hardware.gpus == 1;
 }
 
+bool Contains(const nlohmann::json& list, const nlohmann::json& value) {
+  return list.is_array() && std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// Warns when the scenario leaves what the model's traces measured (the model's measured_range, or
+// the trace manifest for a scenario without a calibrated model).
+void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const models::ModelParams& model,
+                              const nlohmann::json& manifest, std::vector<std::string>* warnings) {
+  nlohmann::json range = model.extra.contains("measured_range") ? model.extra["measured_range"] : nlohmann::json::object();
+  if (range.empty() && manifest.contains("loader")) {  // a bare trace: its own configuration is the range
+    int w = ManifestInt(manifest, "loader", "num_workers", -1);
+    int c = ManifestInt(manifest, "hardware", "cores", 0);
+    if (w >= 0) range["num_workers"] = {w, w};
+    if (w >= 0 && c > 0) range["max_workers_plus_main_over_cores"] = static_cast<double>(w + 1) / c;
+    range["formats"] = {replay::ContainerOfManifest(manifest)};
+  }
+  const int w = s.loader.num_workers;
+  if (range.contains("max_workers_plus_main_over_cores") &&
+      static_cast<double>(w + 1) / cores > range["max_workers_plus_main_over_cores"].get<double>() + 1e-9) {
+    warnings->push_back(fmt::format("extrapolating: {} workers + main process on {} cores is more oversubscribed than "
+                                    "anything measured (at most {:.2f} processes per core)",
+                                    w, cores, range["max_workers_plus_main_over_cores"].get<double>()));
+  }
+  auto outside = [&](const char* key, int value) {
+    if (!range.contains(key) || !range[key].is_array() || range[key].size() != 2) return;
+    int lo = range[key][0].get<int>(), hi = range[key][1].get<int>();
+    if (value < lo || value > hi) {
+      warnings->push_back(fmt::format("extrapolating: {} = {} outside the measured range [{}, {}]", key, value, lo, hi));
+    }
+  };
+  outside("num_workers", w);
+  outside("batch_size", s.loader.batch_size);
+  if (w > 0) outside("prefetch_factor", s.loader.prefetch_factor);
+  if (range.contains("pin_memory") && !Contains(range["pin_memory"], s.loader.pin_memory)) {
+    warnings->push_back(fmt::format("extrapolating: pin_memory = {} was never measured", s.loader.pin_memory));
+  }
+  if (range.contains("persistent_workers") && !Contains(range["persistent_workers"], s.loader.persistent_workers)) {
+    warnings->push_back(fmt::format("extrapolating: persistent_workers = {} was never measured", s.loader.persistent_workers));
+  }
+  if (!s.data_format.empty() && range.contains("formats") && !Contains(range["formats"], s.data_format)) {
+    warnings->push_back("extrapolating: format '" + s.data_format + "' was never captured: its read costs come from "
+                        "the format model (" + (range["formats"].empty() ? std::string("?") : range["formats"][0].get<std::string>()) + " -> " +
+                        s.data_format + ")");
+  }
+}
+
 }  // namespace
 
 Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCache* cache) {
@@ -50,11 +99,22 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
     const std::string& t = point.input.model.trace_path;
     trace = (t.empty() || t[0] == '/') ? t : scenarios::DirectoryOf(scenario.model_path) + "/" + t;
   }
-  auto cached = cache->find(trace);
+  // Cached per (trace, format): the points of a sweep share the loaded and transformed costs.
+  const std::string cache_key = trace + "#" + scenario.data_format;
+  auto cached = cache->find(cache_key);
   if (cached == cache->end()) {
     auto costs = replay::LoadSampleCosts({trace});
     if (!costs.ok()) return costs.status();
-    cached = cache->emplace(trace, std::make_shared<const replay::SampleCostTable>(std::move(*costs))).first;
+    if (!scenario.data_format.empty()) {
+      const auto& extra = point.input.model.extra;
+      auto formats = extra.contains("formats") ? models::ParseFormatParams(extra["formats"], scenario.model_path + ": formats")
+                                               : Result<models::FormatParams>(models::CatalogueFormats());
+      if (!formats.ok()) return formats.status();
+      auto transformed = ApplyFormat(*costs, *formats, scenario.data_format);
+      if (!transformed.ok()) return Status::InvalidArgument(scenario.path + ": data.format: " + transformed.status().message());
+      costs = std::move(*transformed);
+    }
+    cached = cache->emplace(cache_key, std::make_shared<const replay::SampleCostTable>(std::move(*costs))).first;
   }
   point.costs = cached->second;
   point.input.costs = point.costs.get();
@@ -105,13 +165,9 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
     point.warnings.push_back("no GPU step time in scenario, model or trace: using the default (assumed)");
   }
 
-  int measured_workers = ManifestInt(manifest, "loader", "num_workers", -1);
-  if (measured_cores > 0 && scenario.loader.num_workers + 1 > measured_cores &&
-      measured_workers >= 0 && measured_workers + 1 <= measured_cores) {
-    point.warnings.push_back(fmt::format(
-        "extrapolating: {} workers + main process on {} cores was never measured (trace: {} workers)",
-        scenario.loader.num_workers, measured_cores, measured_workers));
-  }
+  point.input.background_threads =
+      scenario.hardware.background_threads >= 0 ? scenario.hardware.background_threads : model.cpu.background_threads;
+  AddExtrapolationWarnings(scenario, point.input.cpu_cores, model, manifest, &point.warnings);
   return point;
 }
 

@@ -17,6 +17,7 @@ struct SimInput {
   models::ModelParams model;
   const replay::SampleCostTable* costs = nullptr;  // must outlive the run
   int cpu_cores = 8;           // resolved core count of the node
+  double background_threads = 0;  // resolved busy cores taken by other processes
   double step_time_s = 0.05;   // resolved GPU step time per micro-batch (already scaled for batch size)
   bool pipeline_only = false;  // no model step and no collective: the data pipeline alone
   bool record_timeline = false;

@@ -62,6 +62,7 @@ class NodeSimulation {
  private:
   // Platform and run shape.
   void BuildPlatform();
+  void StartBackgroundLoad();
   void PlanEpochs();
 
   // Actor bodies.
@@ -142,6 +143,19 @@ void NodeSimulation::BuildPlatform() {
   zone->seal();
   storage_slots_ = sg4::Semaphore::create(static_cast<unsigned>(model.storage.max_concurrency));
   if (ranks_ > 1) step_barrier_ = sg4::Barrier::create(static_cast<unsigned>(ranks_));
+}
+
+// Other processes on the node (measured by calibration, or set in the scenario): B busy cores as
+// ceil(B) endless executions, each capped at its share of one core, competing for the cores like any
+// other process. Their work is not counted in cpu_utilization.
+void NodeSimulation::StartBackgroundLoad() {
+  const double busy = in_.background_threads;
+  for (int i = 0; i < static_cast<int>(std::ceil(busy)); ++i) {
+    const double share = std::min(1.0, busy - i);
+    sg4::Actor::create("background" + std::to_string(i), node_, [this, share] {
+      sg4::this_actor::exec_init(1e30)->set_bound(share * node_->get_speed())->start()->wait();
+    })->daemonize();
+  }
 }
 
 void NodeSimulation::PlanEpochs() {
@@ -453,6 +467,7 @@ Result<SimRawStats> NodeSimulation::Run() {
   sg4::Engine engine(&argc, argv.data());
   BuildPlatform();
   first_batch_s_.assign(static_cast<size_t>(ranks_), -1.0);
+  StartBackgroundLoad();
   for (int r = 0; r < ranks_; ++r) {
     sg4::Actor::create("rank" + std::to_string(r) + "-main", node_, [this, r] { MainLoop(r); });
   }

@@ -117,10 +117,12 @@ std::string WriteSynthetic(const TempDir& dir, const Known& k, const std::string
   return path;
 }
 
-Result<CalibrationResult> CalibrateTraces(const std::vector<std::string>& traces, const std::string& model_path) {
+Result<CalibrationResult> CalibrateTraces(const std::vector<std::string>& traces, const std::string& model_path,
+                                          const std::string& cpu_scale = "intrinsic") {
   CalibrateOptions o;
   o.traces = traces;
   o.model_path = model_path;
+  o.cpu_scale = cpu_scale;
   return Calibrate(o);
 }
 
@@ -133,6 +135,11 @@ TEST(Calibrate, RecoversKnownParametersFromSyntheticTrace) {
   // cpu_ns covers read too; decode+augment get their proportional share: exactly k.cpu_share.
   EXPECT_NEAR(m.cpu.worker_cost_scale, k.cpu_share, 1e-3);
   EXPECT_FALSE(m.info.at("cpu.worker_cost_scale").assumed);
+  // As captured, the model keeps the capture's slowdown: the scale is the recorded contention's own,
+  // min(1, cores / busy loader threads) x the overhead factor.
+  auto captured = CalibrateTraces({dir.File("syn.jsonl")}, dir.File("model2.json"), "as-captured");
+  ASSERT_TRUE(captured.ok()) << captured.status().message();
+  EXPECT_NEAR(captured->model.cpu.worker_cost_scale, r->captured[0].as_captured_scale, 1e-12);
   EXPECT_NEAR(m.gpu.step_time_s, k.step_s, 1e-9);
   EXPECT_EQ(m.gpu.distribution, "constant");
   EXPECT_EQ(m.gpu.measured_batch_size, k.batch_size);

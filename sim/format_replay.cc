@@ -1,0 +1,30 @@
+#include "sim/format_replay.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace simreplay::sim {
+
+Result<replay::SampleCostTable> ApplyFormat(const replay::SampleCostTable& in, const models::FormatParams& params,
+                                            const std::string& target_format) {
+  std::string from = replay::ContainerOfManifest(in.manifest);
+  if (!params.captured.empty() && !in.manifest.contains("data")) from = params.captured;
+  std::vector<models::SampleIo> io;
+  io.reserve(in.samples.size());
+  for (const auto& s : in.samples) io.push_back({s.read_s, s.read_bytes, s.decode_s + s.augment_s});
+  SIMREPLAY_RETURN_IF_ERROR(models::ApplyFormat(params, from, target_format, &io));
+  replay::SampleCostTable out = in;
+  for (size_t i = 0; i < io.size(); ++i) {
+    auto& s = out.samples[i];
+    s.decode_s = std::max(0.0, s.decode_s + io[i].cpu_s - (in.samples[i].decode_s + in.samples[i].augment_s));
+    s.read_s = io[i].read_s;
+    s.read_bytes = io[i].read_bytes;
+  }
+  if (from != target_format) {
+    out.warnings.push_back("per-sample read costs transformed from format '" + from + "' to '" + target_format +
+                           "' (format model; catalogue entries are assumed)");
+  }
+  return out;
+}
+
+}  // namespace simreplay::sim

@@ -1,0 +1,50 @@
+// `simreplay validate` at the command line: bad specs are exit 3 with FILE:LINE, and nothing runs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code;
+  std::string output;
+};
+
+Outcome RunCli(const std::string& args) {
+  std::string cmd = std::string(SIMREPLAY_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(VerbValidate, BadSpecIsExit3WithFileAndLine) {
+  fs::path dir = fs::path(::testing::TempDir()) / "validate_bad_spec";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "spec.json") << "{\n  \"schema\": \"simreplay.experiment/1\",\n  \"mode\": \"ab\",\n"
+                                      "  \"cases\": [{\"name\": \"A\"},\n             {\"name\": \"B\", \"set\": {\"batch_size\": 0}}]\n}\n";
+  auto r = RunCli("validate " + (dir / "spec.json").string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("spec.json:5: 'batch_size' must be in 1..65536, found 0"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "runs.json"));
+}
+
+TEST(VerbValidate, ShippedSpecsLoadAndMissingDatasetIsReported) {
+  for (const char* spec : {"suite.json", "ab_workers.json"}) {
+    auto r = RunCli(std::string("validate ") + SIMREPLAY_SOURCE_DIR + "/validation/suite/" + spec + " --out " +
+                    (fs::path(::testing::TempDir()) / "validate_nodata").string() + " --data /nonexistent-dataset");
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+    EXPECT_NE(r.output.find("/nonexistent-dataset/dataset.json: not a bench dataset"), std::string::npos) << r.output;
+  }
+}
+
+}  // namespace

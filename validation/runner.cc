@@ -1,0 +1,221 @@
+#include "validation/runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+extern char** environ;
+
+namespace simreplay::validation {
+
+std::vector<PlannedRun> PlanRuns(const ExperimentSpec& spec) {
+  std::vector<PlannedRun> plan;
+  for (int k = 0; k < spec.warmup_runs; ++k) {
+    for (const auto& c : spec.cases) {
+      plan.push_back({fmt::format("{}.warmup{}", c.name, k), c.name, "train", -1, true});
+    }
+  }
+  for (int r = 0; r < spec.repetitions; ++r) {
+    for (const auto& c : spec.cases) plan.push_back({fmt::format("{}.train.r{}", c.name, r), c.name, "train", r, false});
+    if (spec.pipeline_only_runs) {
+      for (const auto& c : spec.cases) plan.push_back({fmt::format("{}.pipeline.r{}", c.name, r), c.name, "pipeline", r, false});
+    }
+  }
+  return plan;
+}
+
+std::vector<std::string> BuildCommand(const ExperimentSpec& spec, const ExperimentCase& c, const PlannedRun& run,
+                                      const RunEnvironment& env, const std::string& trace_path,
+                                      const std::string& summary_path) {
+  const BenchConfig& k = c.config;
+  const bool pipeline = run.kind == "pipeline";
+  if (spec.run.command.empty()) {
+    std::vector<std::string> argv = {env.python, "-m", "simreplay_capture.bench", "run",
+                                     "--data", env.dataset_dir, "--format", k.format, "--trace", trace_path,
+                                     "--summary-json", summary_path,
+                                     "--workers", std::to_string(k.num_workers),
+                                     "--batch-size", std::to_string(k.batch_size),
+                                     "--prefetch-factor", std::to_string(k.prefetch_factor),
+                                     k.pin_memory ? "--pin-memory" : "--no-pin-memory",
+                                     k.persistent_workers ? "--persistent-workers" : "--no-persistent-workers",
+                                     "--steps", std::to_string(spec.run.steps),
+                                     "--warmup-steps", std::to_string(spec.run.warmup_steps),
+                                     "--seed", std::to_string(spec.run.seed),
+                                     "--step-time-s", fmt::format("{}", spec.run.step_time_s),
+                                     "--image-size", std::to_string(spec.run.image_size),
+                                     "--frames", std::to_string(spec.run.frames),
+                                     "--emulate"};
+    if (pipeline) argv.push_back("--pipeline-only");
+    return argv;
+  }
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"{python}", env.python},
+      {"{data}", env.dataset_dir},
+      {"{trace}", trace_path},
+      {"{summary}", summary_path},
+      {"{format}", k.format},
+      {"{num_workers}", std::to_string(k.num_workers)},
+      {"{batch_size}", std::to_string(k.batch_size)},
+      {"{prefetch_factor}", std::to_string(k.prefetch_factor)},
+      {"{pin_memory}", k.pin_memory ? "1" : "0"},
+      {"{persistent_workers}", k.persistent_workers ? "1" : "0"},
+      {"{steps}", std::to_string(spec.run.steps)},
+      {"{warmup_steps}", std::to_string(spec.run.warmup_steps)},
+      {"{seed}", std::to_string(spec.run.seed)},
+      {"{step_time_s}", fmt::format("{}", spec.run.step_time_s)},
+      {"{pipeline_only}", pipeline ? "1" : "0"}};
+  std::vector<std::string> argv;
+  for (std::string arg : spec.run.command) {
+    for (const auto& [key, value] : values) {
+      for (size_t pos = arg.find(key); pos != std::string::npos; pos = arg.find(key, pos + value.size())) {
+        arg.replace(pos, key.size(), value);
+      }
+    }
+    argv.push_back(arg);
+  }
+  return argv;
+}
+
+nlohmann::json RunRecord::ToJson() const {
+  return {{"id", plan.id},
+          {"case", plan.case_name},
+          {"kind", plan.kind},
+          {"rep", plan.rep},
+          {"discarded", plan.discarded},
+          {"sequence", sequence},
+          {"command", command},
+          {"trace", trace},
+          {"summary", summary},
+          {"log", log},
+          {"exit_code", exit_code},
+          {"timed_out", timed_out},
+          {"wall_s", wall_s},
+          {"loadavg_before", loadavg_before},
+          {"loadavg_after", loadavg_after},
+          {"started_utc", started_utc}};
+}
+
+Result<RunRecord> RunRecordFromJson(const nlohmann::json& j, const std::string& where) {
+  RunRecord r;
+  try {
+    r.plan.id = j.at("id").get<std::string>();
+    r.plan.case_name = j.at("case").get<std::string>();
+    r.plan.kind = j.at("kind").get<std::string>();
+    r.plan.rep = j.at("rep").get<int>();
+    r.plan.discarded = j.at("discarded").get<bool>();
+    r.sequence = j.at("sequence").get<int>();
+    r.command = j.at("command").get<std::vector<std::string>>();
+    r.trace = j.at("trace").get<std::string>();
+    r.summary = j.at("summary").get<std::string>();
+    r.log = j.at("log").get<std::string>();
+    r.exit_code = j.at("exit_code").get<int>();
+    r.timed_out = j.value("timed_out", false);
+    r.wall_s = j.value("wall_s", 0.0);
+    r.loadavg_before = j.value("loadavg_before", -1.0);
+    r.loadavg_after = j.value("loadavg_after", -1.0);
+    r.started_utc = j.value("started_utc", "");
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(where + ": run record: " + e.what());
+  }
+  return r;
+}
+
+Result<ChildOutcome> RunChild(const std::vector<std::string>& argv, const std::string& pythonpath_prepend,
+                              const std::string& log_path, double timeout_s) {
+  if (argv.empty()) return Status::InvalidArgument("empty command");
+  std::vector<std::string> env_strings;
+  bool have_pythonpath = false;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string s = *e;
+    if (!pythonpath_prepend.empty() && s.rfind("PYTHONPATH=", 0) == 0) {
+      s = "PYTHONPATH=" + pythonpath_prepend + (s.size() > 11 ? ":" + s.substr(11) : "");
+      have_pythonpath = true;
+    }
+    env_strings.push_back(s);
+  }
+  if (!pythonpath_prepend.empty() && !have_pythonpath) env_strings.push_back("PYTHONPATH=" + pythonpath_prepend);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);  // own process group: a timeout kills the run and its workers
+  pid_t pid = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return Status::IoError(fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
+  ChildOutcome out;
+  int status = 0;
+  while (true) {
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return Status::IoError(fmt::format("waitpid: {}", std::strerror(errno)));
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!out.timed_out && elapsed > timeout_s) {
+      out.timed_out = true;
+      kill(-pid, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  return out;
+}
+
+double LoadAverage1() {
+  std::ifstream in("/proc/loadavg");
+  double load = -1;
+  if (!(in >> load)) return -1;
+  return load;
+}
+
+std::string SelfExecutable() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "simreplay";
+  // A binary replaced while running (a rebuild) reads as "PATH (deleted)": the new file is at PATH.
+  std::string path = p.string();
+  const std::string deleted = " (deleted)";
+  if (path.size() > deleted.size() && path.compare(path.size() - deleted.size(), deleted.size(), deleted) == 0) {
+    path.resize(path.size() - deleted.size());
+  }
+  return path;
+}
+
+std::string FindCapturePath() {
+  if (const char* env = std::getenv("SIMREPLAY_CAPTURE_PATH"); env != nullptr && *env != '\0') return env;
+  std::filesystem::path dir = std::filesystem::path(SelfExecutable()).parent_path();
+  for (int i = 0; i < 6 && !dir.empty(); ++i) {
+    std::error_code ec;
+    if (std::filesystem::exists(dir / "capture" / "simreplay_capture" / "__init__.py", ec)) return (dir / "capture").string();
+    if (dir == dir.parent_path()) break;
+    dir = dir.parent_path();
+  }
+  return "";
+}
+
+}  // namespace simreplay::validation

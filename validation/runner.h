@@ -1,0 +1,77 @@
+// Drives the real runs of an experiment: the run plan (discarded warm-up runs first, then repetitions
+// interleaved case by case: A B A B ...), child processes (posix_spawn in their own process group, so
+// a timed-out run is killed with its DataLoader workers), and the run index DIR/runs.json that
+// `validate --ingest DIR` reads back.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "validation/experiment_spec.h"
+
+namespace simreplay::validation {
+
+struct PlannedRun {
+  std::string id;         // "<case>.<kind>.r<rep>" or "<case>.warmup<k>"
+  std::string case_name;
+  std::string kind;       // "train" or "pipeline"
+  int rep = -1;           // -1: warm-up run (discarded)
+  bool discarded = false;
+};
+
+// Warm-up runs (spec.warmup_runs per case, train kind, discarded), then for each repetition: every
+// case's train run in case order, then (when spec.pipeline_only_runs) every case's pipeline run.
+std::vector<PlannedRun> PlanRuns(const ExperimentSpec& spec);
+
+// Where the bench and Python live.
+struct RunEnvironment {
+  std::string python = "/usr/bin/python3";
+  std::string capture_path;  // directory holding simreplay_capture (prepended to PYTHONPATH)
+  std::string dataset_dir;
+};
+
+// The argv of a run (the bench, or the spec's command template with placeholders filled). Paths of the
+// trace and summary are as given.
+std::vector<std::string> BuildCommand(const ExperimentSpec& spec, const ExperimentCase& c, const PlannedRun& run,
+                                      const RunEnvironment& env, const std::string& trace_path,
+                                      const std::string& summary_path);
+
+// One executed run as recorded in runs.json (paths relative to the output directory).
+struct RunRecord {
+  PlannedRun plan;
+  int sequence = 0;  // position in the executed order
+  std::vector<std::string> command;
+  std::string trace, summary, log;
+  int exit_code = 0;  // 0 ok; -SIGNAL when killed (timeout: -9)
+  bool timed_out = false;
+  double wall_s = 0;
+  double loadavg_before = -1, loadavg_after = -1;  // 1-minute load average around the run
+  std::string started_utc;
+  nlohmann::json ToJson() const;
+};
+Result<RunRecord> RunRecordFromJson(const nlohmann::json& j, const std::string& where);
+
+// Runs argv with PYTHONPATH extended, stdout+stderr to `log_path`, killing the process group after
+// `timeout_s`. Returns the exit code (negative signal number when killed).
+struct ChildOutcome {
+  int exit_code = 0;
+  bool timed_out = false;
+  double wall_s = 0;
+};
+Result<ChildOutcome> RunChild(const std::vector<std::string>& argv, const std::string& pythonpath_prepend,
+                              const std::string& log_path, double timeout_s);
+
+// 1-minute load average from /proc/loadavg (-1 when unreadable).
+double LoadAverage1();
+
+// Directory holding simreplay_capture: $SIMREPLAY_CAPTURE_PATH, else the first "capture" directory
+// with a simreplay_capture package found walking up from this executable. Empty when none.
+std::string FindCapturePath();
+// This executable (for running `simreplay calibrate` as a child).
+std::string SelfExecutable();
+
+}  // namespace simreplay::validation
