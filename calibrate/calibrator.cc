@@ -790,7 +790,15 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
           y[static_cast<Eigen::Index>(i)] = ys[i];
         }
         auto fit = FitHuber(x, y, {"batch_size"}, "gpu step vs batch size");
-        if (fit.ok()) gpu_q["batch_size_fit"] = fit->ToJson();
+        if (fit.ok()) {
+          gpu_q["batch_size_fit"] = fit->ToJson();
+          if (fit->used[1] && fit->coefficients[1] > 0) {
+            model.gpu.step_intercept_s = std::max(0.0, fit->coefficients[0]);
+            model.gpu.step_per_sample_s = fit->coefficients[1];
+            Set(&model, "gpu.step_intercept_s", false, "Huber fit of step time on batch size (several sizes measured)");
+            Set(&model, "gpu.step_per_sample_s", false, "Huber fit of step time on batch size (several sizes measured)");
+          }
+        }
         gpu_q["batch_size_scaling"] = "measured at several batch sizes: see batch_size_fit (step = a + b x batch_size)";
       } else {
         gpu_q["batch_size_scaling"] = "assumed linear (proportional): measured at one batch size only";

@@ -56,6 +56,10 @@ struct GpuParams {
   std::string distribution = "constant";  // constant | normal | lognormal
   double step_cv = 0.0;                // coefficient of variation for normal/lognormal
   int measured_batch_size = 0;         // batch size step_time_s was measured at; 0 = unknown (no scaling)
+  // Measured at two or more batch sizes: step = step_intercept_s + step_per_sample_s x batch_size
+  // replaces the proportional scaling of step_time_s (used when step_per_sample_s > 0).
+  double step_intercept_s = 0;
+  double step_per_sample_s = 0;
   std::string accelerator = "emulated";  // "cuda" when measured on a real GPU
 };
 

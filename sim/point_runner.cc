@@ -146,7 +146,9 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
     point.accelerator_note = point.accelerator == "cuda" ? "GPU step time measured on a real GPU (model file)"
                                                          : "GPU step emulated: step time from the model file, not measured on a GPU";
     int measured_bs = model.gpu.measured_batch_size;
-    if (measured_bs > 0 && measured_bs != scenario.loader.batch_size) {
+    if (model.gpu.step_per_sample_s > 0) {
+      point.input.step_time_s = model.gpu.step_intercept_s + model.gpu.step_per_sample_s * scenario.loader.batch_size;
+    } else if (measured_bs > 0 && measured_bs != scenario.loader.batch_size) {
       point.input.step_time_s *= static_cast<double>(scenario.loader.batch_size) / measured_bs;
       point.warnings.push_back(fmt::format("GPU step time scaled linearly from batch size {} to {} (assumed linear)",
                                            measured_bs, scenario.loader.batch_size));

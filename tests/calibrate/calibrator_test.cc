@@ -277,6 +277,9 @@ TEST(Calibrate, TwoTracesAtDifferentBatchSizesFitTheStepScaling) {
   EXPECT_NEAR(fit["coefficients_s_per_unit"]["intercept"].template get<double>(), 0.004, 1e-6);
   EXPECT_NEAR(fit["coefficients_s_per_unit"]["batch_size"].template get<double>(), 0.004, 1e-7);
   EXPECT_EQ(r->model.extra["measured_range"]["batch_size"], nlohmann::json({4, 8}));
+  // The simulator uses the fit instead of proportional scaling.
+  EXPECT_NEAR(r->model.gpu.step_intercept_s, 0.004, 1e-6);
+  EXPECT_NEAR(r->model.gpu.step_per_sample_s, 0.004, 1e-7);
 }
 
 TEST(TracePathForModel, RelativeToTheModelDirectory) {
