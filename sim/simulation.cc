@@ -66,12 +66,16 @@ class NodeSimulation {
   void PlanEpochs();
 
   // Actor bodies.
+  struct EpochState;
   void MainLoop(int rank);
   void Worker(int rank, int worker, IteratorQueues* queues);
   void PinThread(int rank, IteratorQueues* queues);
 
   // Pieces of work.
   IteratorQueues* StartIterator(int rank, int64_t epoch, IteratorQueues* previous);
+  FinishedBatch NextBatch(int rank, int64_t batch, EpochState* state);
+  void GpuStep(int rank, Rng* rng);
+  void Synchronize(int rank);
   FinishedBatch LoadBatch(int rank, int track, int64_t epoch, int64_t batch);
   void LoadBatchAggregated(int rank, int track, int64_t first, FinishedBatch* done);
   void RecordSample(int rank, int track, const replay::SampleCost& cost, double t0, double t1, double t2,
@@ -374,78 +378,106 @@ void NodeSimulation::CopyToGpu(int rank, double bytes) {
   Span(rank, kTrackGpu, "H2D", t0);
 }
 
+// One DataLoader iterator's state as the training loop sees it (per epoch).
+struct NodeSimulation::EpochState {
+  int64_t epoch = 0;
+  IteratorQueues* queues = nullptr;
+  std::map<int64_t, FinishedBatch> reorder;  // _task_info: results that arrived before their turn
+  int64_t next_task = 0;                     // next task index to send
+};
+
+// next(): batch b of the epoch, loaded inline (num_workers=0) or taken in order from the workers.
+FinishedBatch NodeSimulation::NextBatch(int rank, int64_t b, EpochState* state) {
+  const double t0 = sg4::Engine::get_clock();
+  if (loader_.num_workers == 0) {
+    FinishedBatch batch = LoadBatch(rank, kTrackMain, state->epoch, b);
+    if (loader_.pin_memory) Execute(batch.bytes / in_.model.cpu.pin_bytes_per_s);
+    stats_.main_busy_s += sg4::Engine::get_clock() - t0;
+    return batch;
+  }
+  SimQueue<FinishedBatch>& source = loader_.pin_memory ? state->queues->pinned : state->queues->results;
+  while (!state->reorder.count(b)) {
+    FinishedBatch arrived = source.Pop();
+    state->reorder[arrived.batch] = arrived;
+  }
+  FinishedBatch batch = state->reorder[b];
+  state->reorder.erase(b);
+  stats_.queue_wait_s.push_back(std::max(0.0, sg4::Engine::get_clock() - batch.ready_s));
+  const double t_main = sg4::Engine::get_clock();
+  Execute(in_.model.cpu.main_per_batch_s);
+  stats_.main_busy_s += sg4::Engine::get_clock() - t_main;
+  // Handing a batch over is what sends the next task (_try_put_index), to worker (task mod W).
+  if (state->next_task < batches_per_epoch_) {
+    state->queues->index_queues[static_cast<size_t>(state->next_task % loader_.num_workers)]->Push(
+        Task{state->epoch, state->next_task, false});
+    ++state->next_task;
+  }
+  return batch;
+}
+
+// The model step of one micro-batch on the GPU (skipped in the pipeline-only run).
+void NodeSimulation::GpuStep(int rank, Rng* rng) {
+  if (in_.pipeline_only) return;
+  const double step_s = DrawStepTime(rng);
+  const double t0 = sg4::Engine::get_clock();
+  sg4::this_actor::sleep_for(step_s);
+  stats_.gpu_busy_s += step_s;
+  Span(rank, kTrackGpu, "GPU step", t0);
+}
+
+// The optimizer step: every rank waits for the slowest at the barrier, then the all-reduce runs.
+void NodeSimulation::Synchronize(int rank) {
+  if (ranks_ <= 1 || in_.pipeline_only) return;
+  const double t0 = sg4::Engine::get_clock();
+  step_barrier_->wait();
+  sg4::this_actor::sleep_for(in_.model.CollectiveTimeS(ranks_));
+  stats_.collective_s += sg4::Engine::get_clock() - t0;
+  Span(rank, kTrackGpu, "all-reduce", t0);
+}
+
 void NodeSimulation::MainLoop(int rank) {
   const int workers = loader_.num_workers;
   const int grad_accum = in_.scenario.train.grad_accum;
   Rng step_rng(in_.scenario.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(rank) + 1);
   AddMemory(in_.model.memory.main_base_bytes + workers * in_.model.memory.worker_base_pss_bytes);
-  IteratorQueues* queues = nullptr;
-  int64_t optimizer_steps = 0, micro = 0;
+  EpochState state;
+  int64_t optimizer_steps = 0, micro_in_step = 0;
   double last_step_end_s = 0;
   bool done = false;
   for (int64_t epoch = 0; !done; ++epoch) {
-    if (workers > 0) queues = StartIterator(rank, epoch, queues);
-    std::map<int64_t, FinishedBatch> reorder;  // _task_info: results that arrived early
-    int64_t next_task = std::min<int64_t>(static_cast<int64_t>(loader_.prefetch_factor) * workers, batches_per_epoch_);
+    state.epoch = epoch;
+    state.reorder.clear();
+    if (workers > 0) state.queues = StartIterator(rank, epoch, state.queues);
+    state.next_task = std::min<int64_t>(static_cast<int64_t>(loader_.prefetch_factor) * workers, batches_per_epoch_);
     for (int64_t b = 0; b < batches_per_epoch_ && !done; ++b) {
-      double t0 = sg4::Engine::get_clock();
-      FinishedBatch batch;
-      if (workers == 0) {
-        batch = LoadBatch(rank, kTrackMain, epoch, b);
-        if (loader_.pin_memory) Execute(batch.bytes / in_.model.cpu.pin_bytes_per_s);
-        stats_.main_busy_s += sg4::Engine::get_clock() - t0;
-      } else {
-        SimQueue<FinishedBatch>& source = loader_.pin_memory ? queues->pinned : queues->results;
-        while (!reorder.count(b)) {
-          FinishedBatch arrived = source.Pop();
-          reorder[arrived.batch] = arrived;
-        }
-        batch = reorder[b];
-        reorder.erase(b);
-        stats_.queue_wait_s.push_back(std::max(0.0, sg4::Engine::get_clock() - batch.ready_s));
-        double t_main = sg4::Engine::get_clock();
-        Execute(in_.model.cpu.main_per_batch_s);
-        stats_.main_busy_s += sg4::Engine::get_clock() - t_main;
-        if (next_task < batches_per_epoch_) {
-          queues->index_queues[static_cast<size_t>(next_task % workers)]->Push(Task{epoch, next_task, false});
-          ++next_task;
-        }
-      }
-      double wait = sg4::Engine::get_clock() - t0;
+      const double t0 = sg4::Engine::get_clock();
+      FinishedBatch batch = NextBatch(rank, b, &state);
+      const double wait = sg4::Engine::get_clock() - t0;
       stats_.wait_s.push_back(wait);
       Span(rank, kTrackMain, "wait for data", t0);
-      if (first_batch_s_[static_cast<size_t>(rank)] < 0) first_batch_s_[static_cast<size_t>(rank)] = sg4::Engine::get_clock();
+      double& first_batch = first_batch_s_[static_cast<size_t>(rank)];
+      if (first_batch < 0) first_batch = sg4::Engine::get_clock();
       if (b == 0 && epoch > 0 && rank == 0) stats_.epoch_boundary_stall_s += wait;
 
       CopyToGpu(rank, batch.bytes);
-      if (!in_.pipeline_only) {
-        double step_s = DrawStepTime(&step_rng);
-        double ts = sg4::Engine::get_clock();
-        sg4::this_actor::sleep_for(step_s);
-        stats_.gpu_busy_s += step_s;
-        Span(rank, kTrackGpu, "GPU step", ts);
-      }
+      GpuStep(rank, &step_rng);
       AddMemory(-batch.bytes * in_.model.memory.batch_bytes_scale);
       stats_.samples_consumed += batch.size;
-      ++micro;
-      bool epoch_end = b + 1 == batches_per_epoch_;
-      if (micro % grad_accum == 0 || (epoch_end && target_epochs_ > 0)) {
-        if (ranks_ > 1 && !in_.pipeline_only) {
-          double tc = sg4::Engine::get_clock();
-          step_barrier_->wait();
-          sg4::this_actor::sleep_for(in_.model.CollectiveTimeS(ranks_));
-          stats_.collective_s += sg4::Engine::get_clock() - tc;
-          Span(rank, kTrackGpu, "all-reduce", tc);
-        }
+      ++stats_.micro_batches;
+      // Gradient accumulation: only the last micro-batch syncs; an epoch-bounded run also steps at
+      // the end of each epoch with what it accumulated.
+      const bool epoch_end = b + 1 == batches_per_epoch_;
+      if (++micro_in_step == grad_accum || (epoch_end && target_epochs_ > 0)) {
+        Synchronize(rank);
         stats_.step_s.push_back(sg4::Engine::get_clock() - last_step_end_s);
         last_step_end_s = sg4::Engine::get_clock();
+        micro_in_step = 0;
         ++optimizer_steps;
         if (target_steps_ > 0 && optimizer_steps >= target_steps_) done = true;
       }
     }
     if (target_epochs_ > 0 && epoch + 1 >= target_epochs_) done = true;
   }
-  stats_.micro_batches += micro;
   stats_.makespan_s = std::max(stats_.makespan_s, sg4::Engine::get_clock());
   ++mains_finished_;
 }
