@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -58,6 +59,17 @@ TEST(Cli, WhatIfIsByteIdenticalWhateverTheJobs) {
     EXPECT_EQ(Slurp(a / f), Slurp(b / f)) << f;
   }
   EXPECT_NE(ra.output.find("emulated"), std::string::npos) << "every output says the accelerator was emulated";
+}
+
+TEST(Cli, QuickstartMatchesGoldenOutput) {
+  // tests/golden/quickstart/results.csv is the reviewed output of the README's first command. A change
+  // that moves any number must update it on purpose: SIMREPLAY_UPDATE_GOLDEN=1 rewrites it.
+  fs::path dir = Fresh("golden");
+  auto r = RunCli("what-if " + kQuickstart + " --out " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  fs::path golden = fs::path(SIMREPLAY_SOURCE_DIR) / "tests/golden/quickstart/results.csv";
+  if (std::getenv("SIMREPLAY_UPDATE_GOLDEN") != nullptr) fs::copy_file(dir / "results.csv", golden, fs::copy_options::overwrite_existing);
+  EXPECT_EQ(Slurp(dir / "results.csv"), Slurp(golden));
 }
 
 TEST(Cli, SimulateIsByteIdenticalRunToRun) {
