@@ -198,6 +198,18 @@ nlohmann::json Analyze(const AnalysisInput& in) {
       if (it->second.host_mem_used_peak_bytes > 0) host_peaks.push_back(it->second.host_mem_used_peak_bytes);
       if (it->second.cpu_s_per_sample > 0) cpu_per_sample.push_back(it->second.cpu_s_per_sample);
     }
+    std::vector<double> sample_cpu, sample_wall, host_busy;
+    for (const auto& run : in.runs) {
+      if (run.plan.discarded || run.plan.case_name != c.name || run.plan.kind != "train") continue;
+      auto it = in.facts.find(run.plan.id);
+      if (it == in.facts.end()) continue;
+      if (it->second.sample_cpu_s >= 0) sample_cpu.push_back(it->second.sample_cpu_s);
+      if (it->second.sample_wall_s >= 0) sample_wall.push_back(it->second.sample_wall_s);
+      if (it->second.host_cpu_busy_fraction >= 0) host_busy.push_back(it->second.host_cpu_busy_fraction);
+    }
+    if (!sample_cpu.empty()) r["sample_cpu_s_median"] = R(Median(sample_cpu));
+    if (!sample_wall.empty()) r["sample_wall_s_median"] = R(Median(sample_wall));
+    if (!host_busy.empty()) r["host_cpu_busy_fraction_median"] = R(Median(host_busy));
     if (!host_peaks.empty()) r["host_mem_used_peak_bytes_median"] = R(Median(host_peaks));
     if (!cpu_per_sample.empty()) r["loader_cpu_s_per_sample_median"] = R(Median(cpu_per_sample));
     results.push_back(r);
@@ -332,14 +344,20 @@ nlohmann::json Analyze(const AnalysisInput& in) {
     if (m[kGpuIdle].contains("measured") && m[kTrainThroughput].contains("measured")) {
       double idle = m[kGpuIdle]["measured"]["median"].get<double>();
       double tp = m[kTrainThroughput]["measured"]["median"].get<double>();
-      double cpu = r.contains("loader_cpu_s_per_sample_median") ? r["loader_cpu_s_per_sample_median"].get<double>() : -1;
+      // Loader cores busy: per-sample CPU from the trace (every loader process) x throughput.
+      double cpu = r.contains("sample_cpu_s_median") ? r["sample_cpu_s_median"].get<double>() : -1;
       double cores_busy = cpu > 0 ? cpu * tp : -1;
+      double host_busy = r.contains("host_cpu_busy_fraction_median") ? r["host_cpu_busy_fraction_median"].get<double>() : -1;
       std::string verdict;
       if (idle < 0.10) {
         verdict = "accelerator-bound: the (emulated) step is busy >= 90% of the time";
       } else if (cores > 0 && cores_busy >= 0.85 * cores) {
         verdict = fmt::format("CPU-bound loading: loader processes used {:.2f} of {} cores while the GPU idled {:.0f}%",
                               cores_busy, cores, 100 * idle);
+      } else if (cores > 0 && host_busy >= 0.85) {
+        verdict = fmt::format("CPU-bound host: all {} cores {:.0f}% busy, of which sample loading {:.2f} cores; the rest is "
+                              "the main process, the step loop and other tenants. GPU idle {:.0f}%",
+                              cores, 100 * host_busy, cores_busy, 100 * idle);
       } else if (c != nullptr && c->config.num_workers == 0) {
         verdict = fmt::format("inline loading in the main process (num_workers=0): GPU idle {:.0f}%", 100 * idle);
       } else {
@@ -349,6 +367,7 @@ nlohmann::json Analyze(const AnalysisInput& in) {
       observed.push_back({{"case", name},
                           {"gpu_idle_fraction", R(idle)},
                           {"loader_cores_busy", R(cores_busy)},
+                          {"host_cpu_busy_fraction", R(host_busy)},
                           {"cores", cores},
                           {"verdict", verdict}});
     }

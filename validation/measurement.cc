@@ -28,6 +28,7 @@ Result<TraceFacts> ReadTraceFacts(const std::string& trace_path) {
   std::vector<replay::SampleRecord> samples;
   // Resource samples of one 2 Hz tick share t_ns: (t_ns) -> memory of that tick.
   std::map<int64_t, double> tick_memory;
+  int64_t host_first_t = -1, host_last_t = -1, host_first_busy = 0, host_last_busy = 0;
   replay::TraceRecord record;
   while (true) {
     auto more = (*reader)->Next(&record);
@@ -42,6 +43,15 @@ Result<TraceFacts> ReadTraceFacts(const std::string& trace_path) {
       double bytes = w->worker < 0 ? static_cast<double>(w->rss_bytes)
                                    : static_cast<double>(w->pss_bytes > 0 ? w->pss_bytes : w->rss_bytes);
       tick_memory[w->t_ns] += bytes;
+    } else if (auto* h = std::get_if<replay::HostRecord>(&record)) {
+      if (host_first_t < 0 || h->t_ns < host_first_t) {
+        host_first_t = h->t_ns;
+        host_first_busy = h->cpu_busy_ns;
+      }
+      if (h->t_ns > host_last_t) {
+        host_last_t = h->t_ns;
+        host_last_busy = h->cpu_busy_ns;
+      }
     }
   }
   for (const auto& [t, bytes] : tick_memory) facts.peak_process_memory_bytes = std::max(facts.peak_process_memory_bytes, bytes);
@@ -50,9 +60,26 @@ Result<TraceFacts> ReadTraceFacts(const std::string& trace_path) {
   std::sort(samples.begin(), samples.end(), [](const replay::SampleRecord& x, const replay::SampleRecord& y) {
     return std::tie(x.epoch, x.batch, x.t_start_ns, x.index) < std::tie(y.epoch, y.batch, y.t_start_ns, y.index);
   });
+  int cores = 0;
+  if (facts.manifest.contains("hardware") && facts.manifest["hardware"].is_object() &&
+      facts.manifest["hardware"].contains("cores") && facts.manifest["hardware"]["cores"].is_number_integer()) {
+    cores = facts.manifest["hardware"]["cores"].get<int>();
+  }
+  if (cores > 0 && host_last_t > host_first_t) {
+    facts.host_cpu_busy_fraction = static_cast<double>(host_last_busy - host_first_busy) /
+                                   (static_cast<double>(host_last_t - host_first_t) * cores);
+  }
+  double cpu_sum = 0, wall_sum = 0;
+  int64_t cpu_n = 0, wall_n = 0;
   for (const auto& s : samples) {
     if (!delivered.count({s.epoch, s.batch})) continue;
     if (s.epoch < 0) continue;
+    if (s.cpu_ns >= 0) {
+      cpu_sum += static_cast<double>(s.cpu_ns) * 1e-9;
+      ++cpu_n;
+    }
+    wall_sum += static_cast<double>(s.read_ns + s.decode_ns + s.augment_ns) * 1e-9;
+    ++wall_n;
     if (facts.order_by_epoch.size() <= static_cast<size_t>(s.epoch)) facts.order_by_epoch.resize(static_cast<size_t>(s.epoch) + 1);
     facts.order_by_epoch[static_cast<size_t>(s.epoch)].push_back(s.index);
     if (s.hash.empty()) {
@@ -61,6 +88,8 @@ Result<TraceFacts> ReadTraceFacts(const std::string& trace_path) {
       facts.hash_by_epoch_index[{s.epoch, s.index}] = s.hash;
     }
   }
+  if (cpu_n > 0) facts.sample_cpu_s = cpu_sum / static_cast<double>(cpu_n);
+  if (wall_n > 0) facts.sample_wall_s = wall_sum / static_cast<double>(wall_n);
   return facts;
 }
 

@@ -36,6 +36,14 @@ struct TraceFacts {
   // Peak over the 2 Hz resource samples of main-process RSS + every worker's PSS: the definition the
   // model's memory parameters and the simulator's peak_host_memory_bytes use. 0 when not recorded.
   double peak_process_memory_bytes = 0;
+  // Mean thread CPU time of one delivered sample's __getitem__ (sample cpu_ns): the intrinsic loading
+  // cost, insensitive to contention. -1 when not recorded.
+  double sample_cpu_s = -1;
+  // Mean wall time of one delivered sample's __getitem__ (contention included). -1 when not recorded.
+  double sample_wall_s = -1;
+  // Busy fraction of all host cores over the trace (host records: cpu_busy_ns; other tenants included).
+  // -1 when fewer than two host records.
+  double host_cpu_busy_fraction = -1;
   nlohmann::json manifest = nlohmann::json::object();
 };
 

@@ -161,8 +161,12 @@ std::string RenderMarkdownReport(const nlohmann::json& v) {
       o += fmt::format("\nHost-wide memory in use (peak, includes other tenants; not compared): {:.0f} MiB.",
                        Num(r["host_mem_used_peak_bytes_median"]) / (1 << 20));
     }
-    if (r.contains("loader_cpu_s_per_sample_median")) {
-      o += fmt::format(" Loader CPU per sample: {:.2f} ms.", 1000 * Num(r["loader_cpu_s_per_sample_median"]));
+    if (r.contains("sample_cpu_s_median") && r.contains("sample_wall_s_median")) {
+      o += fmt::format(" Per sample (trace): {:.2f} ms CPU, {:.2f} ms wall.", 1000 * Num(r["sample_cpu_s_median"]),
+                       1000 * Num(r["sample_wall_s_median"]));
+    }
+    if (r.contains("host_cpu_busy_fraction_median")) {
+      o += fmt::format(" Host cores busy (all processes): {:.0f}%.", 100 * Num(r["host_cpu_busy_fraction_median"]));
     }
     o += "\n";
     if (r.contains("prediction_warnings") && !r["prediction_warnings"].empty()) {
