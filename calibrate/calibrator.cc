@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "calibrate/cost_regression.h"
+#include "calibrate/busy_cores.h"
 #include "calibrate/format_model.h"
 #include "common/atomic_file.h"
 #include "common/json_fields.h"
@@ -248,6 +249,16 @@ void WorkerOverhead(const TraceData& t, double* overhead_per_batch_s, double* cp
   *cpu_work_per_batch_s = n_inside > 0 ? work / n_inside : 0;
 }
 
+BusyCoreEstimate TraceBusyCores(const TraceData& t) {
+  std::vector<BusyCoreSample> samples;
+  for (const auto& s : t.samples) {
+    if (s.cpu_ns < 0 || s.worker < 0) continue;
+    samples.push_back({s.t_start_ns * kNs, (s.read_ns + s.decode_ns + s.augment_ns) * kNs, s.cpu_ns * kNs,
+                       static_cast<double>(s.width * s.height * std::max<int64_t>(1, s.frames)), s.format});
+  }
+  return EstimateBusyCoreSlowdown(samples, ManifestInt(t.manifest, "hardware", "cores", 0));
+}
+
 ContentionEstimate TraceContention(const TraceData& t) {
   ContentionInput in;
   for (const auto& s : t.samples) {
@@ -266,10 +277,25 @@ ContentionEstimate TraceContention(const TraceData& t) {
     if (last == nullptr || w.t_ns > last->t_ns) last = &w;
   }
   for (const auto& [pid, fl] : by_pid) {
-    if (fl.second->t_ns > fl.first->t_ns) {
-      in.worker_cpu_utilization.push_back(static_cast<double>(fl.second->cpu_ns - fl.first->cpu_ns) /
-                                          static_cast<double>(fl.second->t_ns - fl.first->t_ns));
+    const auto& [first, last] = fl;
+    if (last->t_ns <= first->t_ns) continue;
+    in.worker_cpu_utilization.push_back(static_cast<double>(last->cpu_ns - first->cpu_ns) /
+                                        static_cast<double>(last->t_ns - first->t_ns));
+    // Stage CPU of this worker inside the window (a worker id is reused by restarted workers, but
+    // their windows do not overlap).
+    double stage_cpu = 0;
+    bool all_have_cpu = true;
+    for (const auto& s : t.samples) {
+      if (s.worker != first->worker || s.t_start_ns < first->t_ns || s.t_start_ns > last->t_ns) continue;
+      if (s.cpu_ns < 0) all_have_cpu = false;
+      stage_cpu += s.cpu_ns * kNs;
     }
+    for (const auto& b : t.batches) {
+      if (b.worker == first->worker && b.t_ready_ns >= first->t_ns && b.t_ready_ns <= last->t_ns) stage_cpu += b.collate_ns * kNs;
+    }
+    if (!all_have_cpu || stage_cpu <= 0) continue;
+    in.worker_process_cpu_s += (last->cpu_ns - first->cpu_ns) * kNs;
+    in.worker_stage_cpu_s += stage_cpu;
   }
   return EstimateContention(in);
 }
@@ -350,16 +376,33 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
   nlohmann::json cpu_q = nlohmann::json::object();
   nlohmann::json per_trace = nlohmann::json::array();
   std::vector<ContentionEstimate> contention;
+  std::vector<BusyCoreEstimate> busy_cores;  // per trace; the primary's slowdown is the model's
   for (const auto& t : traces) {
     contention.push_back(TraceContention(t));
+    // Shared-core slowdown: the cpu_ns of samples that ran beside others already contain it, so it is
+    // divided out of the scale and the simulator applies it for the configuration it predicts.
+    BusyCoreEstimate busy = TraceBusyCores(t);
+    if (options.busy_core_slowdown >= 0) {
+      busy.slowdown = options.busy_core_slowdown;
+      busy.measured = false;
+      busy.note = "given on the command line (--busy-core-slowdown)";
+    }
+    const double slowdown = busy_cores.empty() ? busy.slowdown : busy_cores.front().slowdown;
+    const double inflation = 1.0 + slowdown * busy.mean_overlap;
+    contention.back().intrinsic_scale /= inflation;
+    contention.back().as_captured_scale /= inflation;
+    busy_cores.push_back(busy);
     nlohmann::json j = contention.back().ToJson();
     j["trace"] = t.path;
+    j["busy_cores"] = busy_cores.back().ToJson();
     j["num_workers"] = ManifestInt(t.manifest, "loader", "num_workers", -1);
     j["cores"] = ManifestInt(t.manifest, "hardware", "cores", 0);
     per_trace.push_back(j);
   }
   cpu_q["contention"] = per_trace;
   const auto& c0 = contention.front();
+  model.cpu.busy_core_slowdown = busy_cores.front().slowdown;
+  Set(&model, "cpu.busy_core_slowdown", !busy_cores.front().measured, busy_cores.front().note + ", " + primary_src);
   const bool as_captured = options.cpu_scale == "as-captured";
   model.cpu.worker_cost_scale = as_captured ? c0.as_captured_scale : c0.intrinsic_scale;
   Set(&model, "cpu.worker_cost_scale", c0.assumed,
@@ -898,7 +941,7 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
     CapturedRun run;
     run.trace = t.path;
     run.contention = contention[ti];
-    run.as_captured_scale = contention[ti].as_captured_scale;
+    run.worker_cost_scale = as_captured ? contention[ti].as_captured_scale : contention[ti].intrinsic_scale;
     run.measured = Summarize(t);
     const auto& m = t.manifest;
     if (t.batches.empty()) run.skip_reason = "no batch records";
@@ -944,7 +987,7 @@ Result<nlohmann::json> SelfCheck(const CalibrationResult& result, const std::str
       continue;
     }
     models::ModelParams model = result.model;
-    model.cpu.worker_cost_scale = run.as_captured_scale;
+    model.cpu.worker_cost_scale = run.worker_cost_scale;
     model.trace_path = std::filesystem::absolute(run.trace).string();
     model.extra = nlohmann::json::object();
     const std::string model_path = std::filesystem::absolute(
@@ -971,7 +1014,7 @@ Result<nlohmann::json> SelfCheck(const CalibrationResult& result, const std::str
     worst = std::max(worst, std::abs(err));
     ++checked;
     row["config"] = {{"loader", run.scenario["loader"]}, {"cpu_cores", run.scenario["hardware"]["cpu_cores"]},
-                     {"steps", run.scenario["train"]["steps"]}, {"worker_cost_scale_as_captured", run.as_captured_scale}};
+                     {"steps", run.scenario["train"]["steps"]}, {"worker_cost_scale", run.worker_cost_scale}};
     row["predicted"] = {{"train_throughput_samples_per_s", p_tp}, {"gpu_idle_fraction", p_idle}, {"mean_data_wait_s", p_wait},
                         {"pipeline_throughput_samples_per_s", m["pipeline_throughput_samples_per_s"]}};
     row["measured"] = meas.ToJson();
@@ -981,8 +1024,8 @@ Result<nlohmann::json> SelfCheck(const CalibrationResult& result, const std::str
     if (sim->contains("warnings")) row["simulator_warnings"] = (*sim)["warnings"];
     rows.push_back(row);
   }
-  return nlohmann::json{{"mode", "as_captured: the captured configuration on the calibrated model, worker_cost_scale set to "
-                                  "the capture's as_captured_scale (the contention it ran under)"},
+  return nlohmann::json{{"mode", "the captured configuration simulated on the calibrated model, with that trace's own "
+                                  "worker_cost_scale of the kind the model holds (--cpu-scale)"},
                         {"runs", rows},
                         {"checked", checked},
                         {"max_abs_train_throughput_error_pct", worst},

@@ -25,10 +25,13 @@ struct CalibrateOptions {
   std::string probe_path;           // optional simreplay.probe/1 document
   std::string model_path;           // where the model will be written ("trace" is made relative to it)
   std::string storage_mode = "recorded";  // storage.mode written to the model: recorded | model
-  // cpu.worker_cost_scale written to the model: "as-captured" keeps the slowdown that load outside the
-  // loader caused during capture (predicts this machine as it was); "intrinsic" removes it (predicts a
-  // dedicated machine). Identical when nothing else ran during the capture.
-  std::string cpu_scale = "as-captured";
+  // cpu.worker_cost_scale written to the model: "intrinsic" (default) removes the contention the
+  // capture ran under, so the simulator applies the predicted configuration's own; "as-captured" keeps
+  // the slowdown from load outside the loader (predicts a machine as loaded as during the capture).
+  // Identical when nothing else ran during the capture. docs/model-format.md, "Contention".
+  std::string cpu_scale = "intrinsic";
+  // cpu.busy_core_slowdown: < 0 estimates it from the first trace (calibrate/busy_cores.h); >= 0 sets it.
+  double busy_core_slowdown = -1;
 };
 
 // What a trace measured, on the simulator's clock (first iter() to the last step end).
@@ -46,7 +49,7 @@ struct MeasuredSummary {
 struct CapturedRun {
   std::string trace;             // path as given
   nlohmann::json scenario;       // scenario JSON without "model" (see SelfCheck)
-  double as_captured_scale = 1;  // worker_cost_scale that reproduces the capture's contention
+  double worker_cost_scale = 1;  // this trace's scale of the kind the model holds (--cpu-scale)
   ContentionEstimate contention;
   MeasuredSummary measured;
   std::string skip_reason;       // non-empty: cannot be self-checked (no batches, ...)
@@ -71,7 +74,7 @@ std::string TracePathForModel(const std::string& trace, const std::string& model
 using SimulateFn = std::function<Result<nlohmann::json>(const scenarios::Scenario&)>;
 
 // Runs each captured configuration through `simulate` with the calibrated model (written to a
-// temporary file under `temp_dir`, with worker_cost_scale set to the run's as_captured_scale) and
+// temporary file under `temp_dir`, with that trace's own worker_cost_scale of the --cpu-scale kind) and
 // returns the "self_check" object: predicted vs measured throughput, GPU idle and mean data wait.
 Result<nlohmann::json> SelfCheck(const CalibrationResult& result, const std::string& temp_dir,
                                  const SimulateFn& simulate);

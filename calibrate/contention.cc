@@ -17,6 +17,7 @@ nlohmann::json ContentionEstimate::ToJson() const {
                       {"background_threads", background_threads},
                       {"as_captured_scale", as_captured_scale},
                       {"overhead_factor", overhead_factor},
+                      {"overhead_method", overhead_method},
                       {"samples_with_cpu_ns", samples_with_cpu},
                       {"assumed", assumed},
                       {"notes", notes}};
@@ -43,7 +44,14 @@ ContentionEstimate EstimateContention(const ContentionInput& in) {
   e.busy_loader_threads = in.run_wall_s > 0 ? busy_wall / in.run_wall_s : 0;
   const double cores = in.cores > 0 ? in.cores : 0;
   const double loader_share = (cores > 0 && e.busy_loader_threads > cores) ? cores / e.busy_loader_threads : 1.0;
-  if (in.cpu_work_per_batch_s > 0 && in.worker_overhead_per_batch_s > 0) {
+  if (in.worker_stage_cpu_s > 0 && in.worker_process_cpu_s > 0) {
+    e.overhead_factor = std::clamp(in.worker_process_cpu_s / in.worker_stage_cpu_s, 1.0, 3.0);
+    e.overhead_method = "worker_process_cpu";
+    e.notes.push_back(fmt::format("worker processes used {:.3g} s of CPU where the recorded stages account for {:.3g} s: "
+                                  "{:.1f}% more, folded into the per-sample cost",
+                                  in.worker_process_cpu_s, in.worker_stage_cpu_s, 100 * (e.overhead_factor - 1)));
+  } else if (in.cpu_work_per_batch_s > 0 && in.worker_overhead_per_batch_s > 0) {
+    e.overhead_method = "batch_span_wall";
     e.overhead_factor = 1.0 + in.worker_overhead_per_batch_s / in.cpu_work_per_batch_s;
     e.notes.push_back(fmt::format("workers spend {:.3g} s per batch outside the recorded stages ({:.1f}% of the "
                                   "recorded decode+augment+collate): folded into the per-sample cost",

@@ -20,10 +20,13 @@
 //     N loader threads to C / N, reproduce the recorded wall times. It is what a self-check of the
 //     captured configuration must use while the simulator does not model background load.
 //  5. Work outside the recorded stages: the simulator runs only decode+augment (x scale) and collate
-//     per sample/batch, but a worker also spends time between and around samples (fetch loop, tensor
-//     building, capture bookkeeping, task receipt, result pickling). It is measured per batch (batch
-//     span minus recorded stages, plus the lower quartile of the gaps between a worker's batches)
-//     and folded into the per-sample CPU cost: both scales are multiplied by overhead_factor.
+//     per sample/batch, but a worker also spends CPU between and around samples (fetch loop, tensor
+//     building, capture bookkeeping, task receipt, result pickling, decoder threads). Preferred
+//     measure: worker process CPU / recorded stage CPU over the worker records' windows (CPU time is
+//     not inflated by waiting for a core). Fallback without enough worker records: per batch, batch
+//     span minus recorded stages plus the gaps between a worker's batches (wall time: overstated on
+//     oversubscribed captures, where waiting for a core looks like overhead). Folded into the
+//     per-sample CPU cost: both scales are multiplied by overhead_factor.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +55,11 @@ struct ContentionInput {
   // recorded decode+augment+collate per batch it is compared with. 0 / 0 when unknown.
   double worker_overhead_per_batch_s = 0;
   double cpu_work_per_batch_s = 0;
+  // CPU-time view of the same overhead, from worker records: the workers' process CPU (all threads)
+  // over their record windows, and the recorded stages' CPU (cpu_ns, collate) inside those windows.
+  // Contention cannot inflate it (waiting for a core is not CPU time), so it is preferred when known.
+  double worker_process_cpu_s = 0;
+  double worker_stage_cpu_s = 0;
 };
 
 struct ContentionEstimate {
@@ -60,7 +68,8 @@ struct ContentionEstimate {
   double busy_loader_threads = 0;     // N
   double background_threads = 0;      // other runnable threads on the host (method 3)
   double as_captured_scale = 1.0;     // method 4
-  double overhead_factor = 1.0;       // 1 + worker_overhead_per_batch_s / cpu_work_per_batch_s (method 5)
+  double overhead_factor = 1.0;       // method 5
+  std::string overhead_method = "none";  // worker_process_cpu | batch_span_wall | none
   int64_t samples_with_cpu = 0;
   std::string method;                 // "cpu_ns" | "fair_share_assumed" | "none"
   bool assumed = false;

@@ -30,9 +30,13 @@ int RunCalibrate(int argc, char** argv) {
   app.add_option("--storage-mode", options.storage_mode, "storage.mode written to the model: recorded (default) or model")
       ->check(CLI::IsMember({"recorded", "model"}));
   app.add_option("--cpu-scale", options.cpu_scale,
-                 "as-captured (default: predict this machine under the load it was captured with) or intrinsic "
-                 "(predict a dedicated machine)")
+                 "intrinsic (default: remove the contention seen during capture) or as-captured (keep the slowdown "
+                 "from other load during capture: predicts a machine as loaded as it was)")
       ->check(CLI::IsMember({"as-captured", "intrinsic"}));
+  app.add_option("--busy-core-slowdown", options.busy_core_slowdown,
+                 "set cpu.busy_core_slowdown instead of estimating it from the first trace (0 = cores do not slow "
+                 "each other down)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--no-self-check", no_self_check, "skip simulating the captured configurations");
   try {
     app.parse(argc, argv);

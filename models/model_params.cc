@@ -37,6 +37,7 @@ const std::vector<NumericParam>& NumericParams() {
       {"cpu", "worker_resume_s", [](ModelParams& m) -> double& { return m.cpu.worker_resume_s; }, false},
       {"cpu", "collate_per_sample_s", [](ModelParams& m) -> double& { return m.cpu.collate_per_sample_s; }, false},
       {"cpu", "background_threads", [](ModelParams& m) -> double& { return m.cpu.background_threads; }, false},
+      {"cpu", "busy_core_slowdown", [](ModelParams& m) -> double& { return m.cpu.busy_core_slowdown; }, false},
       {"storage", "bandwidth_bytes_per_s", [](ModelParams& m) -> double& { return m.storage.bandwidth_bytes_per_s; }, true},
       {"storage", "latency_s", [](ModelParams& m) -> double& { return m.storage.latency_s; }, false},
       {"storage", "page_cache_hit_ratio", [](ModelParams& m) -> double& { return m.storage.page_cache_hit_ratio; }, false},

@@ -25,6 +25,9 @@ struct CpuParams {
   double worker_resume_s = 0.002;      // persistent workers: per-epoch resume handshake
   double collate_per_sample_s = 2e-5;  // used when the trace has no collate time
   double background_threads = 0;       // CPU demand of other processes on the node, in busy cores
+  // Shared-core slowdown (SMT siblings, shared caches and memory bandwidth): with m of the C cores
+  // busy, every execution runs at speed / (1 + busy_core_slowdown x (m - 1) / (C - 1)).
+  double busy_core_slowdown = 0;
 };
 
 struct StorageParams {

@@ -217,7 +217,9 @@ Result<nlohmann::json> AssembleResult(const PreparedPoint& point, const Result<s
                         {"trace_samples", static_cast<int64_t>(point.costs->samples.size())}};
   result["metrics"] = metrics;
   const auto& measured = point.costs->measured;
-  if (SameConfiguration(point.input.scenario, point.costs->manifest) && measured.wall_s > 0) {
+  const auto& train = point.input.scenario.train;
+  const bool same_length = train.steps > 0 && train.steps * train.grad_accum == measured.batches;
+  if (SameConfiguration(point.input.scenario, point.costs->manifest) && same_length && measured.wall_s > 0) {
     double measured_tp = static_cast<double>(measured.samples) / measured.wall_s;
     double predicted_tp = metrics["train_throughput_samples_per_s"].get<double>();
     result["measured"] = {

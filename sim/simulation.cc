@@ -133,6 +133,16 @@ void NodeSimulation::BuildPlatform() {
   auto* zone = sg4::create_full_zone("node");
   node_ = zone->create_host("node0", kFlopsPerCpuSecond * model.cpu.core_speed_scale);
   node_->set_core_count(in_.cpu_cores);
+  const double slowdown = model.cpu.busy_core_slowdown;
+  const int cores = in_.cpu_cores;
+  if (slowdown > 0 && cores > 1) {
+    // The node's capacity with n executions running: min(n, C) cores, each slowed by the shared-core
+    // factor (models/model_params.h). Single-threaded executions stay capped at one core each.
+    node_->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR, [slowdown, cores](double capacity, int n) {
+      const int busy = std::min(std::max(n, 1), cores);
+      return capacity / cores * busy / (1.0 + slowdown * (busy - 1) / (cores - 1));
+    });
+  }
   disk_ = node_->create_disk("disk0", model.storage.bandwidth_bytes_per_s, model.storage.bandwidth_bytes_per_s);
   node_->seal();
   for (int r = 0; r < ranks_; ++r) {

@@ -139,7 +139,8 @@ TEST(Calibrate, RecoversKnownParametersFromSyntheticTrace) {
   // min(1, cores / busy loader threads) x the overhead factor.
   auto captured = CalibrateTraces({dir.File("syn.jsonl")}, dir.File("model2.json"), "as-captured");
   ASSERT_TRUE(captured.ok()) << captured.status().message();
-  EXPECT_NEAR(captured->model.cpu.worker_cost_scale, r->captured[0].as_captured_scale, 1e-12);
+  EXPECT_NEAR(captured->model.cpu.worker_cost_scale, captured->captured[0].worker_cost_scale, 1e-12);
+  EXPECT_NEAR(m.cpu.worker_cost_scale, r->captured[0].worker_cost_scale, 1e-12);
   EXPECT_NEAR(m.gpu.step_time_s, k.step_s, 1e-9);
   EXPECT_EQ(m.gpu.distribution, "constant");
   EXPECT_EQ(m.gpu.measured_batch_size, k.batch_size);

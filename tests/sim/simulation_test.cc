@@ -203,6 +203,22 @@ TEST(Simulation, PinnedCopiesRunOnThePinThread) {
   EXPECT_NEAR(r["pin_busy_s"].get<double>(), 4 * 0.001, kTol);
 }
 
+TEST(Simulation, BusyCoresSlowEachOtherDown) {
+  // 2 cores, busy_core_slowdown 0.1. One worker alone: 4 samples x 10 ms = 40 ms per batch. Two workers
+  // running together: both cores busy, each sample takes 10 ms x 1.1, so the first batch is ready at
+  // 44 ms. On 4 cores with the same 2 workers, 2 of 4 cores are busy: factor 1 + 0.1 x 1/3.
+  auto costs = ConstantCosts(32, 0.010);
+  SimInput one = Bare(&costs, 1, 4, 2, 0.0);
+  one.model.cpu.busy_core_slowdown = 0.1;
+  EXPECT_NEAR(Simulate(one)["time_to_first_batch_s"].get<double>(), 0.040, kTol);
+  SimInput two = Bare(&costs, 2, 4, 2, 0.0);
+  two.model.cpu.busy_core_slowdown = 0.1;
+  EXPECT_NEAR(Simulate(two)["time_to_first_batch_s"].get<double>(), 0.044, kTol);
+  SimInput wide = Bare(&costs, 2, 4, 4, 0.0);
+  wide.model.cpu.busy_core_slowdown = 0.1;
+  EXPECT_NEAR(Simulate(wide)["time_to_first_batch_s"].get<double>(), 0.040 * (1 + 0.1 / 3), kTol);
+}
+
 TEST(Simulation, DropLastDropsThePartialBatch) {
   // 10 samples, batch 4: 3 batches (4, 4, 2) without drop_last, 2 with it.
   auto costs = ConstantCosts(10, 0.001);
