@@ -401,6 +401,9 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
   }
   cpu_q["contention"] = per_trace;
   const auto& c0 = contention.front();
+  model.cpu.worker_overhead_factor = c0.overhead_factor;
+  Set(&model, "cpu.worker_overhead_factor", c0.overhead_method == "none",
+      "worker CPU outside the recorded stages (" + c0.overhead_method + "), " + primary_src);
   model.cpu.busy_core_slowdown = busy_cores.front().slowdown;
   Set(&model, "cpu.busy_core_slowdown", !busy_cores.front().measured, busy_cores.front().note + ", " + primary_src);
   const bool as_captured = options.cpu_scale == "as-captured";

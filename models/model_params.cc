@@ -30,6 +30,7 @@ const std::vector<NumericParam>& NumericParams() {
   static const std::vector<NumericParam> table = {
       {"cpu", "core_speed_scale", [](ModelParams& m) -> double& { return m.cpu.core_speed_scale; }, true},
       {"cpu", "worker_cost_scale", [](ModelParams& m) -> double& { return m.cpu.worker_cost_scale; }, true},
+      {"cpu", "worker_overhead_factor", [](ModelParams& m) -> double& { return m.cpu.worker_overhead_factor; }, true},
       {"cpu", "main_per_batch_s", [](ModelParams& m) -> double& { return m.cpu.main_per_batch_s; }, false},
       {"cpu", "pin_bytes_per_s", [](ModelParams& m) -> double& { return m.cpu.pin_bytes_per_s; }, true},
       {"cpu", "worker_startup_s", [](ModelParams& m) -> double& { return m.cpu.worker_startup_s; }, false},

@@ -17,7 +17,11 @@ inline constexpr const char* kModelSchema = "simreplay.model/1";
 
 struct CpuParams {
   double core_speed_scale = 1.0;       // target core speed / speed of the core the trace was taken on
-  double worker_cost_scale = 1.0;      // intrinsic per-sample CPU cost = recorded cost x this (de-contention)
+  double worker_cost_scale = 1.0;      // per-sample CPU cost in a worker = recorded cost x this (de-contention)
+  // The part of worker_cost_scale that is worker-process overhead (IPC, pickling into shared memory,
+  // the worker loop): loading inline in the main process (num_workers=0) costs recorded x
+  // worker_cost_scale / worker_overhead_factor.
+  double worker_overhead_factor = 1.0;
   double main_per_batch_s = 0.0005;    // main process per batch: unpickle, rebuild tensors, loop overhead
   double pin_bytes_per_s = 4e9;        // pin thread copy speed into page-locked memory
   double worker_startup_s = 0.08;      // one worker: fork + import + worker_init_fn, paid at (re)start

@@ -77,6 +77,7 @@ class NodeSimulation {
   void GpuStep(int rank, Rng* rng);
   void Synchronize(int rank);
   FinishedBatch LoadBatch(int rank, int track, int64_t epoch, int64_t batch);
+  double CostScale(int track) const;  // recorded CPU cost -> simulated, in a worker or inline
   void LoadBatchAggregated(int rank, int track, int64_t first, FinishedBatch* done);
   void RecordSample(int rank, int track, const replay::SampleCost& cost, double t0, double t1, double t2,
                     double cpu_start_s = -1);
@@ -218,8 +219,13 @@ void NodeSimulation::ReadSample(const replay::SampleCost& cost, int64_t ordinal)
   if (--storage_in_flight_ == 0) stats_.storage_busy_s += sg4::Engine::get_clock() - storage_busy_since_s_;
 }
 
+double NodeSimulation::CostScale(int track) const {
+  const auto& cpu = in_.model.cpu;
+  return track == kTrackMain ? cpu.worker_cost_scale / cpu.worker_overhead_factor : cpu.worker_cost_scale;
+}
+
 FinishedBatch NodeSimulation::LoadBatch(int rank, int track, int64_t epoch, int64_t batch) {
-  const double scale = in_.model.cpu.worker_cost_scale;
+  const double scale = CostScale(track);
   const double start_s = sg4::Engine::get_clock();
   FinishedBatch done{batch, BatchSize(batch), 0, 0};
   const int64_t first = epoch * per_rank_samples_ * ranks_ + rank * per_rank_samples_ + batch * loader_.batch_size;
@@ -250,7 +256,7 @@ FinishedBatch NodeSimulation::LoadBatch(int rank, int track, int64_t epoch, int6
 // when the worker's CPU share is constant over the batch; 10-30x fewer simulation events. Storage in
 // "model" mode still issues one read per sample (concurrency and latency are per operation).
 void NodeSimulation::LoadBatchAggregated(int rank, int track, int64_t first, FinishedBatch* done) {
-  const double scale = in_.model.cpu.worker_cost_scale;
+  const double scale = CostScale(track);
   double read_s = 0, cpu_s = 0;
   const double t0 = sg4::Engine::get_clock();
   for (int64_t i = 0; i < done->size; ++i) {

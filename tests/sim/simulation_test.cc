@@ -95,6 +95,19 @@ TEST(Simulation, NoWorkersLoadsInline) {
   EXPECT_EQ(r["worker_starts"].get<int64_t>(), 0);
 }
 
+TEST(Simulation, InlineLoadingSkipsWorkerOverhead) {
+  // worker_cost_scale 1.2 of which worker_overhead_factor 1.2 is worker-process overhead: a worker
+  // pays 4 x 10 ms x 1.2 per batch, the main process loading inline only 4 x 10 ms.
+  auto costs = ConstantCosts(8, 0.010);
+  SimInput inline_load = Bare(&costs, 0, 4, 4, 0.0);
+  inline_load.model.cpu.worker_cost_scale = 1.2;
+  inline_load.model.cpu.worker_overhead_factor = 1.2;
+  EXPECT_NEAR(Simulate(inline_load)["time_to_first_batch_s"].get<double>(), 0.040, kTol);
+  SimInput worker = inline_load;
+  worker.scenario.loader.num_workers = 1;
+  EXPECT_NEAR(Simulate(worker)["time_to_first_batch_s"].get<double>(), 0.048, kTol);
+}
+
 TEST(Simulation, HeadOfLineBlocking) {
   // 3 workers, batch size 1: batch 0 (worker 0) 1 s, batch 1 (worker 1) 5 s, batch 2 (worker 2) 1 s.
   // Batch 2 is done at t=1 but is delivered only after batch 1 at t=5: the loop then takes it at once
