@@ -11,7 +11,10 @@
 namespace simreplay::calibrate {
 
 nlohmann::json BusyCoreEstimate::ToJson() const {
-  return {{"slowdown", slowdown}, {"mean_overlap", mean_overlap}, {"samples", samples}, {"measured", measured},
+  return {{"slowdown", slowdown},
+          {"mean_overlap", mean_overlap},
+          {"samples", samples},
+          {"measured", measured},
           {"note", note}};
 }
 

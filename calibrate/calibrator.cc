@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "calibrate/cost_regression.h"
 #include "calibrate/busy_cores.h"
+#include "calibrate/cost_regression.h"
 #include "calibrate/format_model.h"
 #include "common/atomic_file.h"
 #include "common/json_fields.h"
@@ -43,7 +43,8 @@ struct TraceData {
 };
 
 int ManifestInt(const nlohmann::json& m, const char* section, const char* key, int fallback) {
-  if (m.contains(section) && m[section].is_object() && m[section].contains(key) && m[section][key].is_number_integer()) {
+  if (m.contains(section) && m[section].is_object() && m[section].contains(key) &&
+      m[section][key].is_number_integer()) {
     return m[section][key].get<int>();
   }
   return fallback;
@@ -113,32 +114,39 @@ Status ValidateTrace(const TraceData& t) {
     const auto& s = t.samples[i];
     const int64_t line = t.sample_lines[i];
     if (workers >= 0 && s.worker >= workers) {
-      return Contradiction(t.path, line, fmt::format("sample worker {} but the manifest's loader.num_workers is {}", s.worker, workers));
+      return Contradiction(
+          t.path, line, fmt::format("sample worker {} but the manifest's loader.num_workers is {}", s.worker, workers));
     }
     if (workers == 0 && s.worker >= 0) {
-      return Contradiction(t.path, line, fmt::format("sample worker {} but num_workers is 0 (main process = -1)", s.worker));
+      return Contradiction(t.path, line,
+                           fmt::format("sample worker {} but num_workers is 0 (main process = -1)", s.worker));
     }
     if (s.unsplit && (s.read_ns > 0 || s.augment_ns > 0)) {
       return Contradiction(t.path, line, "stages \"unsplit\" with read_ns or augment_ns > 0");
     }
     const int64_t wall = s.read_ns + s.decode_ns + s.augment_ns;
     if (s.cpu_ns > wall + wall / 2 + 1'000'000) {
-      return Contradiction(t.path, line, fmt::format("cpu_ns {} exceeds the call's wall time {} ns (thread CPU time cannot)", s.cpu_ns, wall));
+      return Contradiction(
+          t.path, line,
+          fmt::format("cpu_ns {} exceeds the call's wall time {} ns (thread CPU time cannot)", s.cpu_ns, wall));
     }
   }
   for (size_t i = 0; i < t.batches.size(); ++i) {
     const auto& b = t.batches[i];
     if (batch_size > 0 && b.size > batch_size) {
-      return Contradiction(t.path, t.batch_lines[i], fmt::format("batch size {} exceeds loader.batch_size {}", b.size, batch_size));
+      return Contradiction(t.path, t.batch_lines[i],
+                           fmt::format("batch size {} exceeds loader.batch_size {}", b.size, batch_size));
     }
     if (workers >= 0 && b.worker >= workers) {
-      return Contradiction(t.path, t.batch_lines[i], fmt::format("batch from worker {} but num_workers is {}", b.worker, workers));
+      return Contradiction(t.path, t.batch_lines[i],
+                           fmt::format("batch from worker {} but num_workers is {}", b.worker, workers));
     }
   }
   for (size_t i = 0; i < t.steps.size(); ++i) {
     const auto& s = t.steps[i];
     if (s.compute_ns > s.step_ns + s.step_ns / 10 + 1'000'000) {
-      return Contradiction(t.path, t.step_lines[i], fmt::format("compute_ns {} exceeds step_ns {}", s.compute_ns, s.step_ns));
+      return Contradiction(t.path, t.step_lines[i],
+                           fmt::format("compute_ns {} exceeds step_ns {}", s.compute_ns, s.step_ns));
     }
     if (s.micro_batches < 1) return Contradiction(t.path, t.step_lines[i], "micro_batches < 1");
   }
@@ -223,7 +231,8 @@ void WorkerOverhead(const TraceData& t, double* overhead_per_batch_s, double* cp
                          ManifestInt(t.manifest, "loader", "num_workers", 0);
   double inside = 0, before = 0, work = 0;
   int64_t n_inside = 0, n_before = 0;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<std::pair<int64_t, const replay::BatchRecord*>>> per_worker;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<std::pair<int64_t, const replay::BatchRecord*>>>
+      per_worker;
   for (const auto& b : t.batches) {
     auto it = by_batch.find({b.rank, b.epoch, b.batch});
     if (it == by_batch.end() || b.t_ready_ns <= 0) continue;
@@ -291,7 +300,8 @@ ContentionEstimate TraceContention(const TraceData& t) {
       stage_cpu += s.cpu_ns * kNs;
     }
     for (const auto& b : t.batches) {
-      if (b.worker == first->worker && b.t_ready_ns >= first->t_ns && b.t_ready_ns <= last->t_ns) stage_cpu += b.collate_ns * kNs;
+      if (b.worker == first->worker && b.t_ready_ns >= first->t_ns && b.t_ready_ns <= last->t_ns)
+        stage_cpu += b.collate_ns * kNs;
     }
     if (!all_have_cpu || stage_cpu <= 0) continue;
     in.worker_process_cpu_s += (last->cpu_ns - first->cpu_ns) * kNs;
@@ -310,12 +320,9 @@ nlohmann::json QuantileSummary(const std::vector<double>& v) {
   if (v.empty()) return nullptr;
   double mean = 0;
   for (double x : v) mean += x;
-  return {{"count", v.size()},
-          {"mean", mean / static_cast<double>(v.size())},
-          {"p50", Quantile(v, 0.5)},
-          {"p90", Quantile(v, 0.9)},
-          {"min", Quantile(v, 0)},
-          {"max", Quantile(v, 1)}};
+  return {{"count", v.size()},       {"mean", mean / static_cast<double>(v.size())},
+          {"p50", Quantile(v, 0.5)}, {"p90", Quantile(v, 0.9)},
+          {"min", Quantile(v, 0)},   {"max", Quantile(v, 1)}};
 }
 
 void Set(models::ModelParams* m, const std::string& name, bool assumed, const std::string& source) {
@@ -349,7 +356,8 @@ std::string TracePathForModel(const std::string& trace, const std::string& model
 Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
   if (options.traces.empty()) return Status::InvalidArgument("calibrate: no trace given");
   if (options.storage_mode != "recorded" && options.storage_mode != "model") {
-    return Status::InvalidArgument("storage mode must be \"recorded\" or \"model\", found \"" + options.storage_mode + "\"");
+    return Status::InvalidArgument("storage mode must be \"recorded\" or \"model\", found \"" + options.storage_mode +
+                                   "\"");
   }
   std::vector<TraceData> traces;
   for (const auto& path : options.traces) {
@@ -369,7 +377,8 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
   model.storage.mode = options.storage_mode;
   for (const auto& t : traces) {
     for (const auto& w : t.warnings) warnings.push_back(w);
-    if (!t.has_footer) warnings.push_back(t.path + ": no footer: the capture was killed or is still running (prefix used)");
+    if (!t.has_footer)
+      warnings.push_back(t.path + ": no footer: the capture was killed or is still running (prefix used)");
   }
 
   // ---- CPU: contention, intrinsic scale (per trace; the model's scale is the primary trace's). ----
@@ -409,16 +418,19 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
   const bool as_captured = options.cpu_scale == "as-captured";
   model.cpu.worker_cost_scale = as_captured ? c0.as_captured_scale : c0.intrinsic_scale;
   Set(&model, "cpu.worker_cost_scale", c0.assumed,
-      std::string(as_captured ? "as captured: min(1, cores / busy loader threads) x overhead factor (keeps the "
-                                "slowdown from other load during capture), "
-                              : "intrinsic: sum(cpu_ns in decode+augment) / sum(decode+augment wall) x overhead factor, ") +
+      std::string(as_captured
+                      ? "as captured: min(1, cores / busy loader threads) x overhead factor (keeps the "
+                        "slowdown from other load during capture), "
+                      : "intrinsic: sum(cpu_ns in decode+augment) / sum(decode+augment wall) x overhead factor, ") +
           (c0.method == "cpu_ns" ? "" : "fair share of cores assumed (no cpu_ns), ") + primary_src);
   if (c0.background_threads > 0.5) {
-    warnings.push_back(fmt::format("{}: about {:.1f} runnable threads of other processes competed with the loader during capture; "
-                                   "{}",
-                                   primary.path, c0.background_threads,
-                                   as_captured ? "the model keeps the slowdown it caused (--cpu-scale as-captured)"
-                                               : "the model holds the intrinsic cost (--cpu-scale intrinsic): predictions assume a dedicated machine"));
+    warnings.push_back(fmt::format(
+        "{}: about {:.1f} runnable threads of other processes competed with the loader during capture; "
+        "{}",
+        primary.path, c0.background_threads,
+        as_captured
+            ? "the model keeps the slowdown it caused (--cpu-scale as-captured)"
+            : "the model holds the intrinsic cost (--cpu-scale intrinsic): predictions assume a dedicated machine"));
   }
   model.cpu.core_speed_scale = 1.0;
   Set(&model, "cpu.core_speed_scale", true, "1 = the captured machine's cores (set it to simulate other cores)");
@@ -447,22 +459,26 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
         const int64_t back = b[i].t_next_start_ns + b[i].wait_ns;
         if (st[i].t_start_ns >= back) before_step.push_back((st[i].t_start_ns - back) * kNs);
         const int64_t end = st[i].t_start_ns + st[i].step_ns;
-        if (i + 1 < b.size() && b[i + 1].t_next_start_ns >= end) after_step.push_back((b[i + 1].t_next_start_ns - end) * kNs);
+        if (i + 1 < b.size() && b[i + 1].t_next_start_ns >= end)
+          after_step.push_back((b[i + 1].t_next_start_ns - end) * kNs);
       }
     }
     // Medians: the loop's gaps include epoch boundaries (iter()), which the simulator models separately.
-    const double loop_s = (before_step.empty() ? 0 : Quantile(before_step, 0.5)) + (after_step.empty() ? 0 : Quantile(after_step, 0.5));
+    const double loop_s =
+        (before_step.empty() ? 0 : Quantile(before_step, 0.5)) + (after_step.empty() ? 0 : Quantile(after_step, 0.5));
     cpu_q["main_loop_per_batch_s"] = {{"next_return_to_step_start", QuantileSummary(before_step)},
                                       {"step_end_to_next_call", QuantileSummary(after_step)}};
     nlohmann::json q = QuantileSummary(ready_waits);
     if (ready_waits.size() >= 3) {
       model.cpu.main_per_batch_s = Quantile(ready_waits, 0.5) + loop_s;
-      Set(&model, "cpu.main_per_batch_s", false, "median next() time of batches finished before next() was called + "
-                                                 "median loop time outside next() and the step");
+      Set(&model, "cpu.main_per_batch_s", false,
+          "median next() time of batches finished before next() was called + "
+          "median loop time outside next() and the step");
     } else {
       warnings.push_back("cpu.main_per_batch_s: fewer than 3 batches were ready before next(): default kept (assumed)");
     }
-    cpu_q["main_per_batch_s"] = {{"method", "median wait of batches ready before next()"}, {"observations", q},
+    cpu_q["main_per_batch_s"] = {{"method", "median wait of batches ready before next()"},
+                                 {"observations", q},
                                  {"low_confidence", ready_waits.size() < 10}};
   }
   // Worker start-up, spawn and resume from epoch_start events and each worker's first sample.
@@ -584,16 +600,16 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
         for (Eigen::Index j = 0; j < x.cols(); ++j) x(i, j) = xs[static_cast<size_t>(i)][static_cast<size_t>(j)];
         y[i] = ys[static_cast<size_t>(i)];
       }
-      std::vector<std::string> names = bytes_only ? std::vector<std::string>{"bytes"}
-                                                  : std::vector<std::string>{"bytes", "pixels", "frames"};
+      std::vector<std::string> names =
+          bytes_only ? std::vector<std::string>{"bytes"} : std::vector<std::string>{"bytes", "pixels", "frames"};
       auto fit = FitHuber(x, y, names, "format " + format + " stage " + stage);
       if (!fit.ok()) {
         warnings.push_back(fit.status().message());
         return;
       }
       (*out)[stage] = fit->ToJson();
-      regression_q[format + "." + stage] = {{"samples", fit->samples}, {"r2", fit->r2}, {"mape", fit->mape},
-                                            {"low_confidence", fit->low_confidence}};
+      regression_q[format + "." + stage] = {
+          {"samples", fit->samples}, {"r2", fit->r2}, {"mape", fit->mape}, {"low_confidence", fit->low_confidence}};
       if (fit->low_confidence) {
         std::string why;
         for (const auto& r : fit->reasons) why += (why.empty() ? "" : "; ") + r;
@@ -607,8 +623,9 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
       fit_stage(format, "augment", rows.x, rows.augment, false, &stages);
       fit_stage(format, "getitem", rows.x_unsplit, rows.getitem, false, &stages);
       media_json[format] = {{"samples", rows.x.size() + rows.x_unsplit.size()},
-                            {"units", "decode/augment/getitem: intrinsic CPU seconds (recorded x the trace's "
-                                      "worker_cost_scale); read: recorded seconds"},
+                            {"units",
+                             "decode/augment/getitem: intrinsic CPU seconds (recorded x the trace's "
+                             "worker_cost_scale); read: recorded seconds"},
                             {"stages", stages}};
     }
   }
@@ -646,13 +663,15 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
         if (f.contains("max_useful_concurrency") && f["max_useful_concurrency"].is_number_integer()) {
           model.storage.max_concurrency = std::max(1, f["max_useful_concurrency"].get<int>());
         }
-        storage_q["probe"] = {{"path", options.probe_path}, {"pattern", pattern}, {"fit", f},
-                              {"cache_drop", p.value("cache_drop", "")}};
+        storage_q["probe"] = {
+            {"path", options.probe_path}, {"pattern", pattern}, {"fit", f}, {"cache_drop", p.value("cache_drop", "")}};
       } else {
         warnings.push_back(options.probe_path + ": the probe has no usable fit: storage from trace reads or defaults");
       }
-      if (fit.contains("page_cache") && fit["page_cache"].is_object() && fit["page_cache"].contains("bandwidth_bytes_per_s") &&
-          fit["page_cache"]["bandwidth_bytes_per_s"].is_number() && fit["page_cache"]["bandwidth_bytes_per_s"].get<double>() > 0) {
+      if (fit.contains("page_cache") && fit["page_cache"].is_object() &&
+          fit["page_cache"].contains("bandwidth_bytes_per_s") &&
+          fit["page_cache"]["bandwidth_bytes_per_s"].is_number() &&
+          fit["page_cache"]["bandwidth_bytes_per_s"].get<double>() > 0) {
         model.storage.page_cache_bytes_per_s = fit["page_cache"]["bandwidth_bytes_per_s"].get<double>();
         Set(&model, "storage.page_cache_bytes_per_s", false, "probe " + options.probe_path + " fit.page_cache");
       }
@@ -691,9 +710,10 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
     const double ram = ManifestDouble(primary.manifest, "hardware", "ram_bytes", 0);
     double used = 0;
     if (!primary.hosts.empty()) {
-      used = static_cast<double>(std::min_element(primary.hosts.begin(), primary.hosts.end(), [](const auto& a, const auto& b) {
-                                   return a.t_ns < b.t_ns;
-                                 })->mem_used_bytes);
+      used = static_cast<double>(
+          std::min_element(primary.hosts.begin(), primary.hosts.end(), [](const auto& a, const auto& b) {
+            return a.t_ns < b.t_ns;
+          })->mem_used_bytes);
     }
     if (dataset_bytes > 0 && ram > 0) {
       double free_bytes = std::max(0.0, ram - used);
@@ -727,7 +747,8 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
           first_main = &w;
         }
       }
-      if (first_main != nullptr && first_main->rss_bytes > 0) main_rss.push_back(static_cast<double>(first_main->rss_bytes));
+      if (first_main != nullptr && first_main->rss_bytes > 0)
+        main_rss.push_back(static_cast<double>(first_main->rss_bytes));
     }
     std::vector<double> pss;
     for (const auto& [k, v] : worker_peak) pss.push_back(v);
@@ -745,7 +766,8 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
       Set(&model, "memory.capacity_bytes", false, "manifest hardware.ram_bytes");
     }
     Set(&model, "memory.batch_bytes_scale", true, "assumed 1: a queued batch holds its tensor bytes (shared memory)");
-    memory_q = {{"worker_pss_bytes", QuantileSummary(pss)}, {"main_rss_bytes", QuantileSummary(main_rss)},
+    memory_q = {{"worker_pss_bytes", QuantileSummary(pss)},
+                {"main_rss_bytes", QuantileSummary(main_rss)},
                 {"low_confidence", pss.size() < 2}};
   }
   quality["memory"] = memory_q;
@@ -766,16 +788,19 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
       model.pcie.h2d_pinned_bytes_per_s = pinned_b / pinned_s;
       Set(&model, "pcie.h2d_pinned_bytes_per_s", false, "sum(h2d_bytes) / sum(h2d_ns), pin_memory traces");
     } else {
-      Set(&model, "pcie.h2d_pinned_bytes_per_s", true, "catalogue: PCIe 4.0 x16 effective, pinned source (no GPU copy measured)");
+      Set(&model, "pcie.h2d_pinned_bytes_per_s", true,
+          "catalogue: PCIe 4.0 x16 effective, pinned source (no GPU copy measured)");
     }
     if (pageable_s > 0) {
       model.pcie.h2d_pageable_bytes_per_s = pageable_b / pageable_s;
       Set(&model, "pcie.h2d_pageable_bytes_per_s", false, "sum(h2d_bytes) / sum(h2d_ns), pageable traces");
     } else {
-      Set(&model, "pcie.h2d_pageable_bytes_per_s", true, "catalogue: PCIe 4.0 x16, pageable source via bounce buffer (no GPU copy measured)");
+      Set(&model, "pcie.h2d_pageable_bytes_per_s", true,
+          "catalogue: PCIe 4.0 x16, pageable source via bounce buffer (no GPU copy measured)");
     }
     Set(&model, "pcie.latency_s", true, "catalogue: 10 us per copy");
-    pcie_q = {{"pinned_bytes", pinned_b}, {"pinned_s", pinned_s}, {"pageable_bytes", pageable_b}, {"pageable_s", pageable_s}};
+    pcie_q = {
+        {"pinned_bytes", pinned_b}, {"pinned_s", pinned_s}, {"pageable_bytes", pageable_b}, {"pageable_s", pageable_s}};
   }
   quality["pcie"] = pcie_q;
 
@@ -842,16 +867,19 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
             model.gpu.step_intercept_s = std::max(0.0, fit->coefficients[0]);
             model.gpu.step_per_sample_s = fit->coefficients[1];
             Set(&model, "gpu.step_intercept_s", false, "Huber fit of step time on batch size (several sizes measured)");
-            Set(&model, "gpu.step_per_sample_s", false, "Huber fit of step time on batch size (several sizes measured)");
+            Set(&model, "gpu.step_per_sample_s", false,
+                "Huber fit of step time on batch size (several sizes measured)");
           }
         }
         gpu_q["batch_size_scaling"] = "measured at several batch sizes: see batch_size_fit (step = a + b x batch_size)";
       } else {
         gpu_q["batch_size_scaling"] = "assumed linear (proportional): measured at one batch size only";
-        warnings.push_back(fmt::format("gpu.step_time_s measured at batch size {} only: other sizes scale it linearly (assumed)",
-                                       model.gpu.measured_batch_size));
+        warnings.push_back(
+            fmt::format("gpu.step_time_s measured at batch size {} only: other sizes scale it linearly (assumed)",
+                        model.gpu.measured_batch_size));
       }
-      if (accel != "cuda") warnings.push_back("gpu.step_time_s comes from an emulated step (no GPU in the captured run)");
+      if (accel != "cuda")
+        warnings.push_back("gpu.step_time_s comes from an emulated step (no GPU in the captured run)");
     } else {
       Set(&model, "gpu.step_time_s", true, "default: no step records");
       warnings.push_back("no step records: gpu.step_time_s is the default (assumed)");
@@ -907,8 +935,12 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
     pin.insert(ManifestBool(t.manifest, "loader", "pin_memory"));
     persistent.insert(ManifestBool(t.manifest, "loader", "persistent_workers"));
     nlohmann::json entry = {{"path", t.path},
-                            {"records", {{"sample", t.samples.size()}, {"batch", t.batches.size()}, {"step", t.steps.size()},
-                                         {"worker", t.workers.size()}, {"host", t.hosts.size()}}},
+                            {"records",
+                             {{"sample", t.samples.size()},
+                              {"batch", t.batches.size()},
+                              {"step", t.steps.size()},
+                              {"worker", t.workers.size()},
+                              {"host", t.hosts.size()}}},
                             {"complete", t.has_footer}};
     for (const char* key : {"source", "commit", "dirty", "versions", "hardware", "storage", "loader", "data", "command",
                             "start_time", "accelerator", "rank", "world_size", "per_sample_costs"}) {
@@ -927,15 +959,17 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
   range["persistent_workers"] = std::vector<bool>(persistent.begin(), persistent.end());
   range["formats"] = std::vector<std::string>(containers_measured.begin(), containers_measured.end());
   range["media"] = std::vector<std::string>(media_measured.begin(), media_measured.end());
-  range["gpu_batch_sizes"] = gpu_q.contains("batch_size_fit") ? nlohmann::json("several") : nlohmann::json(model.gpu.measured_batch_size);
+  range["gpu_batch_sizes"] =
+      gpu_q.contains("batch_size_fit") ? nlohmann::json("several") : nlohmann::json(model.gpu.measured_batch_size);
 
   model.extra["fit_quality"] = quality;
   model.extra["formats"] = formats_json;
   model.extra["measured_range"] = range;
-  model.extra["provenance"] = {{"traces", prov},
-                               {"probe", options.probe_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.probe_path)},
-                               {"calibrated_by", "simreplay calibrate"},
-                               {"model_trace", model.trace_path}};
+  model.extra["provenance"] = {
+      {"traces", prov},
+      {"probe", options.probe_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.probe_path)},
+      {"calibrated_by", "simreplay calibrate"},
+      {"model_trace", model.trace_path}};
   model.extra["warnings"] = warnings;
 
   // ---- Captured configurations for the self-check. ----
@@ -952,7 +986,8 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
     if (m.value("world_size", 1) > 1) run.skip_reason = "multi-rank trace: self-check covers single-rank runs";
     if (run.measured.wall_s <= 0) run.skip_reason = "no measurable run time";
     int grad_accum = 1;
-    if (m.contains("notes") && m["notes"].is_object() && m["notes"].contains("grad_accum") && m["notes"]["grad_accum"].is_number_integer()) {
+    if (m.contains("notes") && m["notes"].is_object() && m["notes"].contains("grad_accum") &&
+        m["notes"]["grad_accum"].is_number_integer()) {
       grad_accum = std::max(1, m["notes"]["grad_accum"].get<int>());
     }
     nlohmann::json loader = {{"num_workers", std::max(0, ManifestInt(m, "loader", "num_workers", 0))},
@@ -978,7 +1013,8 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
   return result;
 }
 
-Result<nlohmann::json> SelfCheck(const CalibrationResult& result, const std::string& temp_dir, const SimulateFn& simulate) {
+Result<nlohmann::json> SelfCheck(const CalibrationResult& result, const std::string& temp_dir,
+                                 const SimulateFn& simulate) {
   nlohmann::json rows = nlohmann::json::array();
   double worst = 0;
   int checked = 0;
@@ -993,8 +1029,8 @@ Result<nlohmann::json> SelfCheck(const CalibrationResult& result, const std::str
     model.cpu.worker_cost_scale = run.worker_cost_scale;
     model.trace_path = std::filesystem::absolute(run.trace).string();
     model.extra = nlohmann::json::object();
-    const std::string model_path = std::filesystem::absolute(
-        fmt::format("{}/selfcheck-model.{}.{}.json", temp_dir, ::getpid(), checked)).string();
+    const std::string model_path =
+        std::filesystem::absolute(fmt::format("{}/selfcheck-model.{}.{}.json", temp_dir, ::getpid(), checked)).string();
     SIMREPLAY_RETURN_IF_ERROR(WriteFileAtomically(model_path, models::ModelToJson(model).dump(2)));
     nlohmann::json scenario_json = run.scenario;
     scenario_json["model"] = model_path;
@@ -1016,19 +1052,26 @@ Result<nlohmann::json> SelfCheck(const CalibrationResult& result, const std::str
                            : 0;
     worst = std::max(worst, std::abs(err));
     ++checked;
-    row["config"] = {{"loader", run.scenario["loader"]}, {"cpu_cores", run.scenario["hardware"]["cpu_cores"]},
-                     {"steps", run.scenario["train"]["steps"]}, {"worker_cost_scale", run.worker_cost_scale}};
-    row["predicted"] = {{"train_throughput_samples_per_s", p_tp}, {"gpu_idle_fraction", p_idle}, {"mean_data_wait_s", p_wait},
+    row["config"] = {{"loader", run.scenario["loader"]},
+                     {"cpu_cores", run.scenario["hardware"]["cpu_cores"]},
+                     {"steps", run.scenario["train"]["steps"]},
+                     {"worker_cost_scale", run.worker_cost_scale}};
+    row["predicted"] = {{"train_throughput_samples_per_s", p_tp},
+                        {"gpu_idle_fraction", p_idle},
+                        {"mean_data_wait_s", p_wait},
                         {"pipeline_throughput_samples_per_s", m["pipeline_throughput_samples_per_s"]}};
     row["measured"] = meas.ToJson();
-    row["error"] = {{"train_throughput_pct", err},
-                    {"gpu_idle_points", 100.0 * (p_idle - meas.gpu_idle_fraction)},
-                    {"mean_data_wait_pct", meas.mean_data_wait_s > 0 ? 100.0 * (p_wait - meas.mean_data_wait_s) / meas.mean_data_wait_s : 0.0}};
+    row["error"] = {
+        {"train_throughput_pct", err},
+        {"gpu_idle_points", 100.0 * (p_idle - meas.gpu_idle_fraction)},
+        {"mean_data_wait_pct",
+         meas.mean_data_wait_s > 0 ? 100.0 * (p_wait - meas.mean_data_wait_s) / meas.mean_data_wait_s : 0.0}};
     if (sim->contains("warnings")) row["simulator_warnings"] = (*sim)["warnings"];
     rows.push_back(row);
   }
-  return nlohmann::json{{"mode", "the captured configuration simulated on the calibrated model, with that trace's own "
-                                  "worker_cost_scale of the kind the model holds (--cpu-scale)"},
+  return nlohmann::json{{"mode",
+                         "the captured configuration simulated on the calibrated model, with that trace's own "
+                         "worker_cost_scale of the kind the model holds (--cpu-scale)"},
                         {"runs", rows},
                         {"checked", checked},
                         {"max_abs_train_throughput_error_pct", worst},
@@ -1049,15 +1092,17 @@ std::string FormatSelfCheckTable(const nlohmann::json& sc) {
     const auto& m = row["measured"];
     const auto& e = row["error"];
     out += fmt::format("  {:<38} {:>14.3f} {:>14.3f} {:>+8.2f}%\n", "train throughput (samples/s)",
-                       p["train_throughput_samples_per_s"].get<double>(), m["train_throughput_samples_per_s"].get<double>(),
-                       e["train_throughput_pct"].get<double>());
-    out += fmt::format("  {:<38} {:>13.2f}% {:>13.2f}% {:>+7.2f}pt\n", "GPU idle", 100 * p["gpu_idle_fraction"].get<double>(),
-                       100 * m["gpu_idle_fraction"].get<double>(), e["gpu_idle_points"].get<double>());
-    out += fmt::format("  {:<38} {:>14.5f} {:>14.5f} {:>+8.2f}%\n", "mean data wait (s)", p["mean_data_wait_s"].get<double>(),
-                       m["mean_data_wait_s"].get<double>(), e["mean_data_wait_pct"].get<double>());
+                       p["train_throughput_samples_per_s"].get<double>(),
+                       m["train_throughput_samples_per_s"].get<double>(), e["train_throughput_pct"].get<double>());
+    out += fmt::format("  {:<38} {:>13.2f}% {:>13.2f}% {:>+7.2f}pt\n", "GPU idle",
+                       100 * p["gpu_idle_fraction"].get<double>(), 100 * m["gpu_idle_fraction"].get<double>(),
+                       e["gpu_idle_points"].get<double>());
+    out += fmt::format("  {:<38} {:>14.5f} {:>14.5f} {:>+8.2f}%\n", "mean data wait (s)",
+                       p["mean_data_wait_s"].get<double>(), m["mean_data_wait_s"].get<double>(),
+                       e["mean_data_wait_pct"].get<double>());
   }
-  out += fmt::format("max |throughput error| {:.2f}% (target <= {:.0f}%)\n", sc["max_abs_train_throughput_error_pct"].get<double>(),
-                     sc["target_pct"].get<double>());
+  out += fmt::format("max |throughput error| {:.2f}% (target <= {:.0f}%)\n",
+                     sc["max_abs_train_throughput_error_pct"].get<double>(), sc["target_pct"].get<double>());
   return out;
 }
 

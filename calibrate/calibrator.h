@@ -21,9 +21,9 @@
 namespace simreplay::calibrate {
 
 struct CalibrateOptions {
-  std::vector<std::string> traces;  // the first one is the trace the model replays
-  std::string probe_path;           // optional simreplay.probe/1 document
-  std::string model_path;           // where the model will be written ("trace" is made relative to it)
+  std::vector<std::string> traces;        // the first one is the trace the model replays
+  std::string probe_path;                 // optional simreplay.probe/1 document
+  std::string model_path;                 // where the model will be written ("trace" is made relative to it)
   std::string storage_mode = "recorded";  // storage.mode written to the model: recorded | model
   // cpu.worker_cost_scale written to the model: "intrinsic" (default) removes the contention the
   // capture ran under, so the simulator applies the predicted configuration's own; "as-captured" keeps
@@ -36,7 +36,7 @@ struct CalibrateOptions {
 
 // What a trace measured, on the simulator's clock (first iter() to the last step end).
 struct MeasuredSummary {
-  int64_t samples = 0;        // samples delivered to the training loop
+  int64_t samples = 0;  // samples delivered to the training loop
   int64_t batches = 0;
   double wall_s = 0;
   double train_throughput_samples_per_s = 0;
@@ -52,7 +52,7 @@ struct CapturedRun {
   double worker_cost_scale = 1;  // this trace's scale of the kind the model holds (--cpu-scale)
   ContentionEstimate contention;
   MeasuredSummary measured;
-  std::string skip_reason;       // non-empty: cannot be self-checked (no batches, ...)
+  std::string skip_reason;  // non-empty: cannot be self-checked (no batches, ...)
 };
 
 struct CalibrationResult {

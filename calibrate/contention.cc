@@ -47,15 +47,17 @@ ContentionEstimate EstimateContention(const ContentionInput& in) {
   if (in.worker_stage_cpu_s > 0 && in.worker_process_cpu_s > 0) {
     e.overhead_factor = std::clamp(in.worker_process_cpu_s / in.worker_stage_cpu_s, 1.0, 3.0);
     e.overhead_method = "worker_process_cpu";
-    e.notes.push_back(fmt::format("worker processes used {:.3g} s of CPU where the recorded stages account for {:.3g} s: "
-                                  "{:.1f}% more, folded into the per-sample cost",
-                                  in.worker_process_cpu_s, in.worker_stage_cpu_s, 100 * (e.overhead_factor - 1)));
+    e.notes.push_back(
+        fmt::format("worker processes used {:.3g} s of CPU where the recorded stages account for {:.3g} s: "
+                    "{:.1f}% more, folded into the per-sample cost",
+                    in.worker_process_cpu_s, in.worker_stage_cpu_s, 100 * (e.overhead_factor - 1)));
   } else if (in.cpu_work_per_batch_s > 0 && in.worker_overhead_per_batch_s > 0) {
     e.overhead_method = "batch_span_wall";
     e.overhead_factor = 1.0 + in.worker_overhead_per_batch_s / in.cpu_work_per_batch_s;
-    e.notes.push_back(fmt::format("workers spend {:.3g} s per batch outside the recorded stages ({:.1f}% of the "
-                                  "recorded decode+augment+collate): folded into the per-sample cost",
-                                  in.worker_overhead_per_batch_s, 100 * (e.overhead_factor - 1)));
+    e.notes.push_back(
+        fmt::format("workers spend {:.3g} s per batch outside the recorded stages ({:.1f}% of the "
+                    "recorded decode+augment+collate): folded into the per-sample cost",
+                    in.worker_overhead_per_batch_s, 100 * (e.overhead_factor - 1)));
   }
   e.as_captured_scale = loader_share * e.overhead_factor;
   if (stage_wall <= 0) {
@@ -64,14 +66,15 @@ ContentionEstimate EstimateContention(const ContentionInput& in) {
     e.notes.push_back("no decode/augment time recorded: worker_cost_scale left at 1");
     return e;
   }
-  if (in.cores <= 0) e.notes.push_back("cores of the captured machine unknown (manifest hardware.cores): background load not estimated");
+  if (in.cores <= 0)
+    e.notes.push_back("cores of the captured machine unknown (manifest hardware.cores): background load not estimated");
   if (e.samples_with_cpu > 0 && stage_wall_with_cpu > 0) {
     e.method = "cpu_ns";
     e.observed_core_share = std::clamp(cpu_in_stage / stage_wall_with_cpu, 1e-3, 1.0);
     e.intrinsic_scale = e.observed_core_share * e.overhead_factor;
     if (static_cast<size_t>(e.samples_with_cpu) < in.samples.size()) {
-      e.notes.push_back(fmt::format("cpu_ns recorded for {} of {} samples; the rest assumed alike",
-                                    e.samples_with_cpu, in.samples.size()));
+      e.notes.push_back(fmt::format("cpu_ns recorded for {} of {} samples; the rest assumed alike", e.samples_with_cpu,
+                                    in.samples.size()));
     }
     if (cores > 0 && e.observed_core_share < loader_share * 0.97) {
       // Saturated cores shared fairly among R runnable threads: share = C / R.
@@ -86,8 +89,9 @@ ContentionEstimate EstimateContention(const ContentionInput& in) {
     e.assumed = true;
     e.intrinsic_scale = loader_share * e.overhead_factor;
     e.observed_core_share = loader_share;
-    e.notes.push_back("no cpu_ns in the trace: intrinsic cost assumes fair sharing of the cores by the loader "
-                      "threads and no background load");
+    e.notes.push_back(
+        "no cpu_ns in the trace: intrinsic cost assumes fair sharing of the cores by the loader "
+        "threads and no background load");
   }
   return e;
 }

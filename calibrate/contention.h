@@ -45,10 +45,10 @@ struct ContentionSample {
 
 struct ContentionInput {
   std::vector<ContentionSample> samples;
-  double collate_s = 0;     // sum of collate wall time over all batches
-  int workers = 0;          // num_workers of the captured loader
-  int cores = 0;            // cores of the captured machine; 0 = unknown
-  double run_wall_s = 0;    // wall time of the run (loader start to last step end)
+  double collate_s = 0;                        // sum of collate wall time over all batches
+  int workers = 0;                             // num_workers of the captured loader
+  int cores = 0;                               // cores of the captured machine; 0 = unknown
+  double run_wall_s = 0;                       // wall time of the run (loader start to last step end)
   std::vector<double> worker_cpu_utilization;  // per worker pid: delta cpu_ns / delta t (worker records)
   // Worker time per batch spent outside the recorded stages and collate (the fetch loop, tensor
   // building, capture bookkeeping, receiving the task and sending the result), seconds; and the
@@ -63,15 +63,15 @@ struct ContentionInput {
 };
 
 struct ContentionEstimate {
-  double intrinsic_scale = 1.0;       // -> cpu.worker_cost_scale
-  double observed_core_share = 1.0;   // share of a core a busy loader thread got (method 1)
-  double busy_loader_threads = 0;     // N
-  double background_threads = 0;      // other runnable threads on the host (method 3)
-  double as_captured_scale = 1.0;     // method 4
-  double overhead_factor = 1.0;       // method 5
+  double intrinsic_scale = 1.0;          // -> cpu.worker_cost_scale
+  double observed_core_share = 1.0;      // share of a core a busy loader thread got (method 1)
+  double busy_loader_threads = 0;        // N
+  double background_threads = 0;         // other runnable threads on the host (method 3)
+  double as_captured_scale = 1.0;        // method 4
+  double overhead_factor = 1.0;          // method 5
   std::string overhead_method = "none";  // worker_process_cpu | batch_span_wall | none
   int64_t samples_with_cpu = 0;
-  std::string method;                 // "cpu_ns" | "fair_share_assumed" | "none"
+  std::string method;  // "cpu_ns" | "fair_share_assumed" | "none"
   bool assumed = false;
   std::vector<std::string> notes;
   double worker_cpu_utilization_median = -1;  // cross-check from worker records; -1 = none

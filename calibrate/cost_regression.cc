@@ -39,13 +39,20 @@ nlohmann::json RobustFit::ToJson() const {
   for (size_t j = 0; j < feature_names.size(); ++j) {
     if (!used[j]) unused.push_back(feature_names[j]);
   }
-  return {{"method", "huber_irls"},        {"coefficients_s_per_unit", coef},
-          {"unused_features", unused},     {"samples", samples},
-          {"r2", r2},                      {"mape", mape},
-          {"sigma_s", sigma_s},            {"mean_s", mean_s},
-          {"range", range},                {"iterations", iterations},
-          {"converged", converged},        {"residual_ratio_quantiles", residual_ratio_quantiles},
-          {"low_confidence", low_confidence}, {"reasons", reasons}};
+  return {{"method", "huber_irls"},
+          {"coefficients_s_per_unit", coef},
+          {"unused_features", unused},
+          {"samples", samples},
+          {"r2", r2},
+          {"mape", mape},
+          {"sigma_s", sigma_s},
+          {"mean_s", mean_s},
+          {"range", range},
+          {"iterations", iterations},
+          {"converged", converged},
+          {"residual_ratio_quantiles", residual_ratio_quantiles},
+          {"low_confidence", low_confidence},
+          {"reasons", reasons}};
 }
 
 namespace {
@@ -91,8 +98,8 @@ bool SolveWeighted(const Eigen::MatrixXd& design, const Eigen::VectorXd& y, cons
 }  // namespace
 
 Result<RobustFit> FitHuber(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
-                           const std::vector<std::string>& regressor_names, const std::string& where,
-                           double huber_k, int max_iterations) {
+                           const std::vector<std::string>& regressor_names, const std::string& where, double huber_k,
+                           int max_iterations) {
   const Eigen::Index n = y.size();
   const Eigen::Index p = x.cols();
   if (n == 0) return Status::InvalidArgument(where + ": no observations to fit");
@@ -101,10 +108,13 @@ Result<RobustFit> FitHuber(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
   }
   for (Eigen::Index i = 0; i < n; ++i) {
     if (!std::isfinite(y[i]) || y[i] < 0) {
-      return Status::InvalidArgument(fmt::format("{}: observation {} is {}, expected a finite value >= 0", where, i, y[i]));
+      return Status::InvalidArgument(
+          fmt::format("{}: observation {} is {}, expected a finite value >= 0", where, i, y[i]));
     }
     for (Eigen::Index j = 0; j < p; ++j) {
-      if (!std::isfinite(x(i, j))) return Status::InvalidArgument(fmt::format("{}: feature {} of observation {} is not finite", where, regressor_names[static_cast<size_t>(j)], i));
+      if (!std::isfinite(x(i, j)))
+        return Status::InvalidArgument(fmt::format("{}: feature {} of observation {} is not finite", where,
+                                                   regressor_names[static_cast<size_t>(j)], i));
     }
   }
   RobustFit fit;
@@ -188,7 +198,8 @@ Result<RobustFit> FitHuber(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
   fit.coefficients.assign(static_cast<size_t>(p + 1), 0.0);
   fit.used.assign(static_cast<size_t>(p + 1), false);
   for (size_t c = 0; c < cols.size(); ++c) {
-    fit.coefficients[static_cast<size_t>(cols[c])] = beta[static_cast<Eigen::Index>(c)] / col_scale[static_cast<size_t>(cols[c])];
+    fit.coefficients[static_cast<size_t>(cols[c])] =
+        beta[static_cast<Eigen::Index>(c)] / col_scale[static_cast<size_t>(cols[c])];
     fit.used[static_cast<size_t>(cols[c])] = true;
   }
 

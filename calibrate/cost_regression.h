@@ -22,21 +22,21 @@
 
 namespace simreplay::calibrate {
 
-inline constexpr double kHuberK = 1.345;           // 95% efficiency under Gaussian noise
+inline constexpr double kHuberK = 1.345;  // 95% efficiency under Gaussian noise
 inline constexpr int64_t kMinConfidentSamples = 20;
 // Probabilities at which the residual ratio observed / predicted is tabulated (0, 0.05, ..., 1).
 const std::vector<double>& ResidualQuantileProbs();
 
 struct RobustFit {
-  std::vector<std::string> feature_names;  // "intercept" first, then the regressors, in column order
-  std::vector<double> coefficients;        // seconds per unit of each feature (0 where unused)
-  std::vector<bool> used;                  // false: dropped (constant, collinear or negative slope)
+  std::vector<std::string> feature_names;        // "intercept" first, then the regressors, in column order
+  std::vector<double> coefficients;              // seconds per unit of each feature (0 where unused)
+  std::vector<bool> used;                        // false: dropped (constant, collinear or negative slope)
   std::vector<double> feature_min, feature_max;  // measured range of each regressor (intercept: 1, 1)
   int64_t samples = 0;
-  double r2 = 0;          // 1 - SSE / SST on the raw (unweighted) data; 0 when SST is 0 and SSE > 0
-  double mape = 0;        // mean |observed - predicted| / observed over observations > 0
-  double sigma_s = 0;     // robust residual scale (1.4826 x MAD), seconds
-  double mean_s = 0;      // mean observation, seconds
+  double r2 = 0;       // 1 - SSE / SST on the raw (unweighted) data; 0 when SST is 0 and SSE > 0
+  double mape = 0;     // mean |observed - predicted| / observed over observations > 0
+  double sigma_s = 0;  // robust residual scale (1.4826 x MAD), seconds
+  double mean_s = 0;   // mean observation, seconds
   int iterations = 0;
   bool converged = false;
   std::vector<double> residual_ratio_quantiles;  // observed / predicted at ResidualQuantileProbs()

@@ -42,9 +42,7 @@ constexpr uint64_t kWriteChunkBytes = uint64_t{4} << 20;
 
 using Clock = std::chrono::steady_clock;
 
-double SecondsBetween(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
+double SecondsBetween(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -121,22 +119,19 @@ Status ValidateOptions(const ProbeOptions& o) {
   if (o.concurrency.empty()) return bad("no concurrency levels to measure");
   if (o.patterns.empty()) return bad("no access patterns to measure");
   if (o.file_bytes == 0 || o.file_bytes % kAlignBytes != 0) {
-    return bad("test file size must be a positive multiple of 4096 bytes, got " +
-               std::to_string(o.file_bytes));
+    return bad("test file size must be a positive multiple of 4096 bytes, got " + std::to_string(o.file_bytes));
   }
   for (uint64_t b : o.block_bytes) {
     if (b == 0 || b % kAlignBytes != 0) {
       return bad("block size must be a positive multiple of 4096 bytes, got " + std::to_string(b));
     }
     if (b > o.file_bytes) {
-      return bad("block size " + std::to_string(b) + " exceeds the test file size " +
-                 std::to_string(o.file_bytes));
+      return bad("block size " + std::to_string(b) + " exceeds the test file size " + std::to_string(o.file_bytes));
     }
   }
   for (int c : o.concurrency) {
     if (c < 1 || c > kMaxConcurrency) {
-      return bad("concurrency must be in [1, " + std::to_string(kMaxConcurrency) + "], got " +
-                 std::to_string(c));
+      return bad("concurrency must be in [1, " + std::to_string(kMaxConcurrency) + "], got " + std::to_string(c));
     }
   }
   if (!(o.time_limit_s > 0) || !std::isfinite(o.time_limit_s)) {
@@ -191,19 +186,32 @@ std::string UnescapeMountField(const std::string& s) {
 
 std::string FsNameFromMagic(long magic) {
   switch (static_cast<unsigned long>(magic)) {
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x01021994: return "tmpfs";
-    case 0x794C7630: return "overlay";
-    case 0x6969: return "nfs";
-    case 0x2FC12FC1: return "zfs";
-    case 0xF2F52010: return "f2fs";
-    case 0x65735546: return "fuse";
-    case 0x00C36400: return "ceph";
-    case 0x0BD00BD0: return "lustre";
-    case 0x01021997: return "9p";
-    default: return "unknown";
+    case 0xEF53:
+      return "ext4";
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x794C7630:
+      return "overlay";
+    case 0x6969:
+      return "nfs";
+    case 0x2FC12FC1:
+      return "zfs";
+    case 0xF2F52010:
+      return "f2fs";
+    case 0x65735546:
+      return "fuse";
+    case 0x00C36400:
+      return "ceph";
+    case 0x0BD00BD0:
+      return "lustre";
+    case 0x01021997:
+      return "9p";
+    default:
+      return "unknown";
   }
 }
 
@@ -381,15 +389,13 @@ struct MeasureSpec {
 
 // Runs one measurement: `spec.concurrency` threads issue preads on `fd` until `budget_bytes` are read
 // or `time_limit_s` has passed.
-Result<ProbeMeasurement> Measure(int fd, const std::string& path, const MeasureSpec& spec,
-                                 uint64_t file_bytes, uint64_t budget_bytes, double time_limit_s,
-                                 uint64_t seed) {
+Result<ProbeMeasurement> Measure(int fd, const std::string& path, const MeasureSpec& spec, uint64_t file_bytes,
+                                 uint64_t budget_bytes, double time_limit_s, uint64_t seed) {
   const uint64_t block = spec.block_bytes;
   const int threads = spec.concurrency;
   const uint64_t budget_blocks = std::max<uint64_t>(1, budget_bytes / block);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL);
-  ::posix_fadvise(fd, 0, 0,
-                  spec.pattern == AccessPattern::kSequential ? POSIX_FADV_SEQUENTIAL : POSIX_FADV_RANDOM);
+  ::posix_fadvise(fd, 0, 0, spec.pattern == AccessPattern::kSequential ? POSIX_FADV_SEQUENTIAL : POSIX_FADV_RANDOM);
 
   // Random: a seeded permutation of the file's blocks, shared by all threads, so no block is read twice
   // in one measurement.
@@ -418,8 +424,8 @@ Result<ProbeMeasurement> Measure(int fd, const std::string& path, const MeasureS
     const uint64_t seq_end = budget_blocks * (t + 1) / threads;
     ready.arrive_and_wait();
     r.start = Clock::now();
-    const auto deadline = r.start + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(time_limit_s));
+    const auto deadline =
+        r.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit_s));
     for (;;) {
       uint64_t index;
       if (spec.pattern == AccessPattern::kSequential) {
@@ -497,7 +503,8 @@ Status ReadWholeFile(int fd, const std::string& path, uint64_t file_bytes) {
   while (offset < file_bytes) {
     ssize_t n = ::pread(fd, buf.get(), std::min(kWriteChunkBytes, file_bytes - offset), static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::IoError(path + ": read at offset " + std::to_string(offset) + " failed: " + ErrnoText(errno));
+    if (n < 0)
+      return Status::IoError(path + ": read at offset " + std::to_string(offset) + " failed: " + ErrnoText(errno));
     if (n == 0) return Status::IoError(path + ": unexpected end of file at offset " + std::to_string(offset));
     offset += static_cast<uint64_t>(n);
   }
@@ -602,8 +609,8 @@ Result<ProbeResult> RunProbeImpl(const ProbeOptions& options) {
     int err = direct_fd.valid() ? ProbeDirectRead(direct_fd.get()) : errno;
     if (err != 0) {
       direct_fd.Reset();
-      note(result, "O_DIRECT refused by " + result.fs + " (" + ErrnoText(err) +
-                       "); cold measurements use buffered reads");
+      note(result,
+           "O_DIRECT refused by " + result.fs + " (" + ErrnoText(err) + "); cold measurements use buffered reads");
     }
   }
   result.direct = direct_fd.valid();
@@ -626,7 +633,8 @@ Result<ProbeResult> RunProbeImpl(const ProbeOptions& options) {
   bool warmed = false;
   for (size_t i = 0; i < specs.size(); ++i) {
     const MeasureSpec& spec = specs[i];
-    if (options.on_progress) options.on_progress(static_cast<int>(i + 1), static_cast<int>(specs.size()), Describe(spec));
+    if (options.on_progress)
+      options.on_progress(static_cast<int>(i + 1), static_cast<int>(specs.size()), Describe(spec));
     if (spec.cold) {
       std::string mode = dropper.Drop();
       if (mode != last_mode) {
@@ -644,8 +652,8 @@ Result<ProbeResult> RunProbeImpl(const ProbeOptions& options) {
       }
       warmed = true;
     }
-    Result<ProbeMeasurement> m = Measure(spec.cold ? cold_fd : buffered_fd.get(), path, spec,
-                                         options.file_bytes, budget, options.time_limit_s, options.seed);
+    Result<ProbeMeasurement> m = Measure(spec.cold ? cold_fd : buffered_fd.get(), path, spec, options.file_bytes,
+                                         budget, options.time_limit_s, options.seed);
     if (!m.ok()) return m.status();
     result.measurements.push_back(*m);
   }
@@ -693,8 +701,10 @@ nlohmann::ordered_json PatternFitJson(const std::optional<PatternFit>& fit) {
 
 std::string_view AccessPatternName(AccessPattern pattern) {
   switch (pattern) {
-    case AccessPattern::kSequential: return "sequential";
-    case AccessPattern::kRandom: return "random";
+    case AccessPattern::kSequential:
+      return "sequential";
+    case AccessPattern::kRandom:
+      return "random";
   }
   SIMREPLAY_CHECK(false && "unknown AccessPattern");
   return "";
@@ -822,17 +832,17 @@ std::string FormatProbeTable(const ProbeResult& r) {
   std::string out;
   char line[256];
   std::snprintf(line, sizeof line, "storage probe of %s (%s on %s, %s), %s test file, %s reads, cache drop: %s\n",
-                r.path.c_str(), r.fs.c_str(), r.mount_point.c_str(), r.device.c_str(),
-                HumanBytes(r.file_bytes).c_str(), r.direct ? "O_DIRECT" : "buffered", r.cache_drop.c_str());
+                r.path.c_str(), r.fs.c_str(), r.mount_point.c_str(), r.device.c_str(), HumanBytes(r.file_bytes).c_str(),
+                r.direct ? "O_DIRECT" : "buffered", r.cache_drop.c_str());
   out += line;
-  std::snprintf(line, sizeof line, "%-10s %6s %4s %-4s %10s %10s %10s %10s %8s\n", "pattern", "block", "conc",
-                "pass", "MB/s", "mean_us", "p50_us", "p99_us", "ops");
+  std::snprintf(line, sizeof line, "%-10s %6s %4s %-4s %10s %10s %10s %10s %8s\n", "pattern", "block", "conc", "pass",
+                "MB/s", "mean_us", "p50_us", "p99_us", "ops");
   out += line;
   for (const ProbeMeasurement& m : r.measurements) {
     std::snprintf(line, sizeof line, "%-10s %6s %4d %-4s %10.1f %10.1f %10.1f %10.1f %8llu\n",
-                  std::string(AccessPatternName(m.pattern)).c_str(), HumanBytes(m.block_bytes).c_str(),
-                  m.concurrency, m.cold ? "cold" : "warm", m.bytes_per_s / 1e6, m.latency_s.mean * 1e6,
-                  m.latency_s.p50 * 1e6, m.latency_s.p99 * 1e6, static_cast<unsigned long long>(m.ops));
+                  std::string(AccessPatternName(m.pattern)).c_str(), HumanBytes(m.block_bytes).c_str(), m.concurrency,
+                  m.cold ? "cold" : "warm", m.bytes_per_s / 1e6, m.latency_s.mean * 1e6, m.latency_s.p50 * 1e6,
+                  m.latency_s.p99 * 1e6, static_cast<unsigned long long>(m.ops));
     out += line;
   }
   auto cost_text = [](const LinearCostFit& f) {

@@ -17,8 +17,9 @@ namespace simreplay::cli {
 namespace {
 
 int RunCalibrate(int argc, char** argv) {
-  CLI::App app{"Fit the simulator's model (docs/model-format.md) from traces and an optional storage probe.\n"
-               "Ends by simulating each captured configuration and printing predicted vs measured."};
+  CLI::App app{
+      "Fit the simulator's model (docs/model-format.md) from traces and an optional storage probe.\n"
+      "Ends by simulating each captured configuration and printing predicted vs measured."};
   app.name(argv[0]);
   calibrate::CalibrateOptions options;
   std::string out;
@@ -27,7 +28,8 @@ int RunCalibrate(int argc, char** argv) {
       ->required();
   app.add_option("--out", out, "model file to write (atomically)")->required();
   app.add_option("--probe", options.probe_path, "storage probe document (simreplay probe storage)");
-  app.add_option("--storage-mode", options.storage_mode, "storage.mode written to the model: recorded (default) or model")
+  app.add_option("--storage-mode", options.storage_mode,
+                 "storage.mode written to the model: recorded (default) or model")
       ->check(CLI::IsMember({"recorded", "model"}));
   app.add_option("--cpu-scale", options.cpu_scale,
                  "intrinsic (default: remove the contention seen during capture) or as-captured (keep the slowdown "
@@ -51,9 +53,8 @@ int RunCalibrate(int argc, char** argv) {
   if (!no_self_check) {
     std::string dir = scenarios::DirectoryOf(out);
     sim::CostCache cache;
-    auto check = calibrate::SelfCheck(*result, dir, [&cache](const scenarios::Scenario& s) {
-      return sim::SimulateScenario(s, "", &cache);
-    });
+    auto check = calibrate::SelfCheck(
+        *result, dir, [&cache](const scenarios::Scenario& s) { return sim::SimulateScenario(s, "", &cache); });
     if (!check.ok()) {
       // The model is still useful; the failed check is recorded in it and reported.
       std::fprintf(stderr, "%s: self-check failed: %s\n", verb.c_str(), check.status().message().c_str());
@@ -68,9 +69,10 @@ int RunCalibrate(int argc, char** argv) {
   Status s = WriteFileAtomically(out, models::ModelToJson(result->model).dump(2) + "\n");
   if (!s.ok()) return Fail(verb, s);
   const auto& m = result->model;
-  std::printf("cpu.worker_cost_scale %.4f (%s)\n", m.cpu.worker_cost_scale, m.info.at("cpu.worker_cost_scale").source.c_str());
-  std::printf("cpu.main_per_batch_s  %.6f s   worker_startup_s %.4f s   worker_spawn_s %.4f s\n", m.cpu.main_per_batch_s,
-              m.cpu.worker_startup_s, m.cpu.worker_spawn_s);
+  std::printf("cpu.worker_cost_scale %.4f (%s)\n", m.cpu.worker_cost_scale,
+              m.info.at("cpu.worker_cost_scale").source.c_str());
+  std::printf("cpu.main_per_batch_s  %.6f s   worker_startup_s %.4f s   worker_spawn_s %.4f s\n",
+              m.cpu.main_per_batch_s, m.cpu.worker_startup_s, m.cpu.worker_spawn_s);
   std::printf("gpu.step_time_s       %.6f s (cv %.3f, %s, %s)\n", m.gpu.step_time_s, m.gpu.step_cv,
               m.gpu.distribution.c_str(), m.gpu.accelerator.c_str());
   std::printf("storage               latency %.3g s, bandwidth %.3g B/s, mode %s\n", m.storage.latency_s,

@@ -22,8 +22,9 @@ int RunImport(int argc, char** argv) {
   kineto->add_option("files", options.input_paths, "Chrome trace files; rank = distributedInfo.rank, else position")
       ->required();
   kineto->add_option("--out,-o", out_path, "output trace (.jsonl or .jsonl.gz)")->required();
-  kineto->add_option("--batch-size", options.batch_size,
-                     "samples per batch (default: derived from recorded input shapes)")
+  kineto
+      ->add_option("--batch-size", options.batch_size,
+                   "samples per batch (default: derived from recorded input shapes)")
       ->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
@@ -49,11 +50,12 @@ int RunImport(int argc, char** argv) {
               static_cast<long long>(imported->batch_size), imported->batch_size_source.c_str(), out_path.c_str());
   for (const replay::KinetoRankSummary& r : imported->ranks) {
     auto mean_ms = [](int64_t total_ns, int64_t n) { return n > 0 ? total_ns / 1e6 / static_cast<double>(n) : 0.0; };
-    std::printf("  rank %lld: %lld steps, mean step %.3f ms, mean wait %.3f ms, H2D %lld bytes, NCCL %.3f ms "
-                "(exposed %.3f ms)\n",
-                static_cast<long long>(r.rank), static_cast<long long>(r.steps), mean_ms(r.step_ns_total, r.steps),
-                mean_ms(r.wait_ns_total, r.batches), static_cast<long long>(r.h2d_bytes_total), r.nccl_ns / 1e6,
-                r.comm_ns_total / 1e6);
+    std::printf(
+        "  rank %lld: %lld steps, mean step %.3f ms, mean wait %.3f ms, H2D %lld bytes, NCCL %.3f ms "
+        "(exposed %.3f ms)\n",
+        static_cast<long long>(r.rank), static_cast<long long>(r.steps), mean_ms(r.step_ns_total, r.steps),
+        mean_ms(r.wait_ns_total, r.batches), static_cast<long long>(r.h2d_bytes_total), r.nccl_ns / 1e6,
+        r.comm_ns_total / 1e6);
   }
   return kExitOk;
 }

@@ -50,7 +50,7 @@ class ProbeFileSignalGuard {
   ProbeFileSignalGuard& operator=(const ProbeFileSignalGuard&) = delete;
 
  private:
-  struct sigaction old_[std::size(kCleanupSignals)] {};
+  struct sigaction old_[std::size(kCleanupSignals)]{};
 };
 
 int RunProbeStorage(const std::string& dir, const std::string& out, int size_mb, bool direct, bool quick,
@@ -86,8 +86,7 @@ int RunProbeStorage(const std::string& dir, const std::string& out, int size_mb,
   if (!result.ok()) {
     std::fprintf(stderr, "%s%s\n", kPrefix, result.status().message().c_str());
     Status::Code code = result.status().code();
-    return code == Status::Code::kNotFound || code == Status::Code::kInvalidArgument ? kExitBadInput
-                                                                                     : kExitFailure;
+    return code == Status::Code::kNotFound || code == Status::Code::kInvalidArgument ? kExitBadInput : kExitFailure;
   }
   std::fputs(calibrate::FormatProbeTable(*result).c_str(), stderr);
   std::string json = calibrate::ProbeResultToJson(*result);
@@ -105,12 +104,12 @@ int RunProbeStorage(const std::string& dir, const std::string& out, int size_mb,
 }
 
 int RunProbeVerb(int argc, char** argv) {
-  CLI::App app("Measure the storage under a directory: read latency, bandwidth and useful concurrency",
-               argv[0]);
+  CLI::App app("Measure the storage under a directory: read latency, bandwidth and useful concurrency", argv[0]);
   app.require_subcommand(1);
-  CLI::App* storage = app.add_subcommand(
-      "storage", "write a test file under PATH, time preads of 4K..4M blocks at 1..8 threads, fit the "
-                 "storage model (docs/probe-format.md)");
+  CLI::App* storage =
+      app.add_subcommand("storage",
+                         "write a test file under PATH, time preads of 4K..4M blocks at 1..8 threads, fit the "
+                         "storage model (docs/probe-format.md)");
   std::string dir, out;
   int size_mb = 0;
   bool direct = false, quick = false;

@@ -18,10 +18,10 @@ struct Verb {
 
 // Exit codes, documented in README.md ("Exit codes").
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;     // the operation ran and failed (simulation error, I/O error)
-inline constexpr int kExitUsage = 2;       // bad command line
-inline constexpr int kExitBadInput = 3;    // an input file is malformed or invalid
-inline constexpr int kExitCheckFailed = 4; // a check the user asked for failed (validation thresholds)
+inline constexpr int kExitFailure = 1;      // the operation ran and failed (simulation error, I/O error)
+inline constexpr int kExitUsage = 2;        // bad command line
+inline constexpr int kExitBadInput = 3;     // an input file is malformed or invalid
+inline constexpr int kExitCheckFailed = 4;  // a check the user asked for failed (validation thresholds)
 
 std::map<std::string, Verb>& VerbTable();
 

@@ -15,8 +15,9 @@ namespace simreplay::cli {
 namespace {
 
 int RunSimulate(int argc, char** argv) {
-  CLI::App app{"Simulate one scenario: writes DIR/result.json (schema simreplay.result/1, docs/result-format.md),\n"
-               "DIR/report.html and DIR/timeline.json (Chrome trace format: open in ui.perfetto.dev)."};
+  CLI::App app{
+      "Simulate one scenario: writes DIR/result.json (schema simreplay.result/1, docs/result-format.md),\n"
+      "DIR/report.html and DIR/timeline.json (Chrome trace format: open in ui.perfetto.dev)."};
   app.name(argv[0]);
   std::string scenario_path, out_dir;
   app.add_option("scenario", scenario_path, "scenario JSON file (docs/scenario-format.md)")->required();
@@ -55,11 +56,15 @@ int RunSimulate(int argc, char** argv) {
   const auto& m = (*result)["metrics"];
   std::printf("accelerator: %s (%s)\n", (*result)["accelerator"].get<std::string>().c_str(),
               (*result)["accelerator_note"].get<std::string>().c_str());
-  std::printf("train throughput     %12.2f samples/s (end to end)\n", m["train_throughput_samples_per_s"].get<double>());
-  std::printf("pipeline throughput  %12.2f samples/s (data pipeline alone)\n", m["pipeline_throughput_samples_per_s"].get<double>());
+  std::printf("train throughput     %12.2f samples/s (end to end)\n",
+              m["train_throughput_samples_per_s"].get<double>());
+  std::printf("pipeline throughput  %12.2f samples/s (data pipeline alone)\n",
+              m["pipeline_throughput_samples_per_s"].get<double>());
   std::printf("GPU idle             %12.1f %%\n", 100 * m["gpu_idle_fraction"].get<double>());
-  std::printf("step time mean/p95   %12.4f / %.4f s\n", m["step_time_s"]["mean"].get<double>(), m["step_time_s"]["p95"].get<double>());
-  std::printf("data wait mean/p95   %12.4f / %.4f s\n", m["data_wait_s"]["mean"].get<double>(), m["data_wait_s"]["p95"].get<double>());
+  std::printf("step time mean/p95   %12.4f / %.4f s\n", m["step_time_s"]["mean"].get<double>(),
+              m["step_time_s"]["p95"].get<double>());
+  std::printf("data wait mean/p95   %12.4f / %.4f s\n", m["data_wait_s"]["mean"].get<double>(),
+              m["data_wait_s"]["p95"].get<double>());
   std::printf("time to first batch  %12.4f s\n", m["time_to_first_batch_s"].get<double>());
   std::printf("peak host memory     %12.1f MiB\n", m["peak_host_memory_bytes"].get<double>() / (1 << 20));
   std::printf("bottleneck           %s: %s\n", m["bottleneck"]["stage"].get<std::string>().c_str(),

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/cli_util.h"
 #include "cli/verb_registry.h"
@@ -63,10 +63,11 @@ int64_t DatasetSamples(const std::string& dataset_dir) {
 }
 
 int RunValidate(int argc, char** argv) {
-  CLI::App app{"Validate predictions against real runs: A/B runs of the bench pipeline (or any command that writes a\n"
-               "capture trace and a bench-style summary), interleaved repetitions, bootstrap intervals, correctness of the\n"
-               "delivered samples, predicted vs measured. Writes DIR/validation.json and DIR/report.md.\n"
-               "The accelerator step is emulated (sleep) in every run and prediction."};
+  CLI::App app{
+      "Validate predictions against real runs: A/B runs of the bench pipeline (or any command that writes a\n"
+      "capture trace and a bench-style summary), interleaved repetitions, bootstrap intervals, correctness of the\n"
+      "delivered samples, predicted vs measured. Writes DIR/validation.json and DIR/report.md.\n"
+      "The accelerator step is emulated (sleep) in every run and prediction."};
   app.name(argv[0]);
   std::string spec_path, out_dir, ingest_dir, data_dir, python = "/usr/bin/python3", capture_path;
   int reps = -1, warmup_runs = -1;
@@ -81,7 +82,8 @@ int RunValidate(int argc, char** argv) {
   app.add_option("--ingest", ingest_dir, "re-analyse the runs recorded in DIR/runs.json instead of running anything");
   app.add_flag("--no-pipeline-runs", no_pipeline, "skip the pipeline-only runs");
   app.add_option("--python", python, "Python interpreter for the bench");
-  app.add_option("--capture-path", capture_path, "directory holding simreplay_capture (default: found next to this binary)");
+  app.add_option("--capture-path", capture_path,
+                 "directory holding simreplay_capture (default: found next to this binary)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -118,10 +120,12 @@ int RunValidate(int argc, char** argv) {
       return Fail(verb, Status::InvalidArgument(spec_path + ": no dataset: give 'dataset' in the spec or --data DIR"));
     }
     if (spec.run.command.empty() && !fs::exists(env.dataset_dir + "/dataset.json")) {
-      return Fail(verb, Status::NotFound(env.dataset_dir + "/dataset.json: not a bench dataset (run make-dataset first)"));
+      return Fail(verb,
+                  Status::NotFound(env.dataset_dir + "/dataset.json: not a bench dataset (run make-dataset first)"));
     }
     if (env.capture_path.empty()) {
-      return Fail(verb, Status::NotFound("simreplay_capture not found: pass --capture-path or set SIMREPLAY_CAPTURE_PATH"));
+      return Fail(verb,
+                  Status::NotFound("simreplay_capture not found: pass --capture-path or set SIMREPLAY_CAPTURE_PATH"));
     }
     auto plan = PlanRuns(spec);
     const bool tty = StderrIsTty();
@@ -208,20 +212,25 @@ int RunValidate(int argc, char** argv) {
       warnings.push_back(fmt::format("case {}: no successful train run to calibrate from", cal));
       continue;
     }
-    std::sort(candidates.begin(), candidates.end(),
-              [](const auto& a, const auto& b) { return a.first != b.first ? a.first < b.first : a.second->sequence < b.second->sequence; });
+    std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second->sequence < b.second->sequence;
+    });
     const RunRecord* chosen = candidates[(candidates.size() - 1) / 2].second;
     std::string model_rel = "models/" + cal + ".json";
     std::string trace_abs = fs::absolute(runs_base + "/" + chosen->trace).lexically_normal().string();
-    std::vector<std::string> args = {SelfExecutable(), "calibrate", trace_abs, "--out", fs::absolute(out_dir + "/" + model_rel).string()};
+    std::vector<std::string> args = {SelfExecutable(), "calibrate", trace_abs, "--out",
+                                     fs::absolute(out_dir + "/" + model_rel).string()};
     auto outcome = RunChild(args, "", out_dir + "/models/" + cal + ".calibrate.log", 600);
     if (!outcome.ok() || outcome->exit_code != 0) {
-      warnings.push_back(fmt::format("calibration from case {} failed ({}); see models/{}.calibrate.log", cal,
-                                     outcome.ok() ? fmt::format("exit {}", outcome->exit_code) : outcome.status().message(), cal));
+      warnings.push_back(
+          fmt::format("calibration from case {} failed ({}); see models/{}.calibrate.log", cal,
+                      outcome.ok() ? fmt::format("exit {}", outcome->exit_code) : outcome.status().message(), cal));
       continue;
     }
     model_of_case[cal] = model_rel;
-    nlohmann::json info = {{"run", chosen->plan.id}, {"trace", chosen->trace}, {"model", model_rel},
+    nlohmann::json info = {{"run", chosen->plan.id},
+                           {"trace", chosen->trace},
+                           {"model", model_rel},
                            {"chosen_as", "median train throughput of the case's repetitions"}};
     auto model_json = ReadJsonFile(out_dir + "/" + model_rel);
     if (model_json.ok() && model_json->contains("self_check")) info["self_check"] = (*model_json)["self_check"];
@@ -265,8 +274,9 @@ int RunValidate(int argc, char** argv) {
   std::printf("accelerator: emulated (every step a sleep; no GPU)\nwrote %s/validation.json and %s/report.md\n",
               out_dir.c_str(), out_dir.c_str());
   if (ChecksFailed(doc)) {
-    std::fprintf(stderr, "%s: a requested check failed (%s)\n", verb.c_str(),
-                 !doc["correctness"].value("pass", false) ? "correctness of delivered samples" : "prediction-error thresholds");
+    std::fprintf(
+        stderr, "%s: a requested check failed (%s)\n", verb.c_str(),
+        !doc["correctness"].value("pass", false) ? "correctness of delivered samples" : "prediction-error thresholds");
     return kExitCheckFailed;
   }
   return kExitOk;
@@ -274,7 +284,8 @@ int RunValidate(int argc, char** argv) {
 
 }  // namespace
 
-SIMREPLAY_REGISTER_VERB("validate", "A/B runs of real pipelines: measured (bootstrap CIs) vs predicted, report + CI thresholds",
+SIMREPLAY_REGISTER_VERB("validate",
+                        "A/B runs of real pipelines: measured (bootstrap CIs) vs predicted, report + CI thresholds",
                         RunValidate);
 
 }  // namespace simreplay::cli

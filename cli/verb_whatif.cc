@@ -18,8 +18,9 @@ namespace simreplay::cli {
 namespace {
 
 int RunWhatIf(int argc, char** argv) {
-  CLI::App app{"Sweep a scenario's \"sweep\" axes (cartesian product): writes DIR/results.csv, DIR/results.json\n"
-               "(schema simreplay.sweep/1) and DIR/report.html, and prints a table."};
+  CLI::App app{
+      "Sweep a scenario's \"sweep\" axes (cartesian product): writes DIR/results.csv, DIR/results.json\n"
+      "(schema simreplay.sweep/1) and DIR/report.html, and prints a table."};
   app.name(argv[0]);
   std::string scenario_path, out_dir;
   int jobs = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
@@ -51,7 +52,8 @@ int RunWhatIf(int argc, char** argv) {
   }
   const bool tty = StderrIsTty();
   auto progress = [&](size_t done, size_t total) {
-    if (tty) std::fprintf(stderr, "\r  simulating: %zu/%zu runs (%zu points x full + pipeline-only)", done, total, total / 2);
+    if (tty)
+      std::fprintf(stderr, "\r  simulating: %zu/%zu runs (%zu points x full + pipeline-only)", done, total, total / 2);
   };
   auto outputs = sim::RunIsolated(all_jobs, jobs, progress);
   if (tty) std::fprintf(stderr, "\n");
@@ -70,13 +72,15 @@ int RunWhatIf(int argc, char** argv) {
   }
   Status s = MakeDirectories(out_dir);
   if (s.ok()) s = WriteFileAtomically(out_dir + "/results.csv", scenarios::SweepCsv(results));
-  if (s.ok()) s = WriteFileAtomically(out_dir + "/results.json", scenarios::SweepJson(scenario_path, results).dump(2) + "\n");
+  if (s.ok())
+    s = WriteFileAtomically(out_dir + "/results.json", scenarios::SweepJson(scenario_path, results).dump(2) + "\n");
   if (s.ok()) s = WriteFileAtomically(out_dir + "/report.html", scenarios::SweepHtml(scenario_path, results));
   if (!s.ok()) return Fail(verb, s);
   std::fputs(scenarios::SweepTable(results).c_str(), stdout);
   std::printf("accelerator: %s (%s)\n", results[0].result["accelerator"].get<std::string>().c_str(),
               results[0].result["accelerator_note"].get<std::string>().c_str());
-  std::printf("wrote %s/results.csv, %s/results.json, %s/report.html\n", out_dir.c_str(), out_dir.c_str(), out_dir.c_str());
+  std::printf("wrote %s/results.csv, %s/results.json, %s/report.html\n", out_dir.c_str(), out_dir.c_str(),
+              out_dir.c_str());
   return kExitOk;
 }
 

@@ -116,8 +116,8 @@ Result<nlohmann::json> ReadJsonFile(const std::string& path) {
     int64_t line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
     std::string what = e.what();
     auto pos = what.find("parse error");
-    return Status::InvalidArgument(path + ":" + std::to_string(line) + ": malformed JSON: " +
-                                   (pos == std::string::npos ? what : what.substr(pos)));
+    return Status::InvalidArgument(path + ":" + std::to_string(line) +
+                                   ": malformed JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
   }
 }
 

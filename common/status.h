@@ -35,7 +35,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return value_.has_value(); }
@@ -55,8 +55,8 @@ class [[nodiscard]] Result {
 
 }  // namespace simreplay
 
-#define SIMREPLAY_RETURN_IF_ERROR(expr)         \
-  do {                                          \
-    ::simreplay::Status _st = (expr);           \
-    if (!_st.ok()) return _st;                  \
+#define SIMREPLAY_RETURN_IF_ERROR(expr) \
+  do {                                  \
+    ::simreplay::Status _st = (expr);   \
+    if (!_st.ok()) return _st;          \
   } while (0)

@@ -19,8 +19,9 @@ FormatParams CatalogueFormats() {
   tar.header_bytes = 512;
   tar.granularity_bytes = 512;
   tar.sequential = true;
-  tar.notes = "WebDataset shards of 64 samples: one open per shard, a 512 B header per member, 512 B "
-              "records; sequential within a shard when streamed, one seek per sample with random access";
+  tar.notes =
+      "WebDataset shards of 64 samples: one open per shard, a 512 B header per member, 512 B "
+      "records; sequential within a shard when streamed, one seek per sample with random access";
   ContainerFormat lmdb;
   lmdb.per_read_latency_s = 5e-6;
   lmdb.header_bytes = 16;
@@ -50,9 +51,11 @@ double ContainerReadS(const ContainerFormat& c, int64_t media_bytes, double refe
 Status ApplyFormat(const FormatParams& params, const std::string& from, const std::string& to,
                    std::vector<SampleIo>* samples) {
   auto src = params.containers.find(from);
-  if (src == params.containers.end()) return Status::InvalidArgument("format '" + from + "' is not in the model's formats");
+  if (src == params.containers.end())
+    return Status::InvalidArgument("format '" + from + "' is not in the model's formats");
   auto dst = params.containers.find(to);
-  if (dst == params.containers.end()) return Status::InvalidArgument("format '" + to + "' is not in the model's formats");
+  if (dst == params.containers.end())
+    return Status::InvalidArgument("format '" + to + "' is not in the model's formats");
   if (from == to) return Status::Ok();
   const double ref = params.reference_bandwidth_bytes_per_s;
   for (auto& s : *samples) {
@@ -94,7 +97,8 @@ Result<FormatParams> ParseFormatParams(const nlohmann::json& json, const std::st
   FormatParams p;
   JsonFields top(json, where);
   SIMREPLAY_RETURN_IF_ERROR(top.GetOptionalString("captured", &p.captured));
-  SIMREPLAY_RETURN_IF_ERROR(top.GetOptionalDouble("reference_bandwidth_bytes_per_s", &p.reference_bandwidth_bytes_per_s));
+  SIMREPLAY_RETURN_IF_ERROR(
+      top.GetOptionalDouble("reference_bandwidth_bytes_per_s", &p.reference_bandwidth_bytes_per_s));
   if (p.reference_bandwidth_bytes_per_s <= 0) return top.Error("reference_bandwidth_bytes_per_s must be > 0");
   if (!json.contains("containers") || !json["containers"].is_object()) return top.Error("missing object 'containers'");
   for (const auto& [name, cj] : json["containers"].items()) {

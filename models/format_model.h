@@ -25,23 +25,23 @@
 namespace simreplay::models {
 
 struct ContainerFormat {
-  double open_s = 0;                   // one open()+close() (per file; per shard for tar)
-  int64_t samples_per_open = 1;        // samples read per open (shard size for tar)
-  double per_read_latency_s = 0;       // per-sample seek / lookup / request latency
-  double bandwidth_bytes_per_s = 0;    // 0: use the reference bandwidth (the captured storage's)
-  int64_t header_bytes = 0;            // container bytes read with each sample (tar header, key)
-  int64_t granularity_bytes = 1;       // reads are rounded up to this (page, block, chunk)
-  double deserialize_s_per_byte = 0;   // CPU per byte to get the sample's bytes out of the container
-  bool sequential = false;             // true when a pass reads the container front to back
-  bool assumed = true;                 // structure and costs from the catalogue, not measured
+  double open_s = 0;                  // one open()+close() (per file; per shard for tar)
+  int64_t samples_per_open = 1;       // samples read per open (shard size for tar)
+  double per_read_latency_s = 0;      // per-sample seek / lookup / request latency
+  double bandwidth_bytes_per_s = 0;   // 0: use the reference bandwidth (the captured storage's)
+  int64_t header_bytes = 0;           // container bytes read with each sample (tar header, key)
+  int64_t granularity_bytes = 1;      // reads are rounded up to this (page, block, chunk)
+  double deserialize_s_per_byte = 0;  // CPU per byte to get the sample's bytes out of the container
+  bool sequential = false;            // true when a pass reads the container front to back
+  bool assumed = true;                // structure and costs from the catalogue, not measured
   std::string source = "catalogue";
   std::string notes;
 };
 
 struct FormatParams {
-  std::string captured;                              // container of the calibrating trace(s)
-  double reference_bandwidth_bytes_per_s = 2e9;      // storage bandwidth used when a format gives 0
-  std::map<std::string, ContainerFormat> containers; // by name: files, tar, lmdb, hdf5, ...
+  std::string captured;                               // container of the calibrating trace(s)
+  double reference_bandwidth_bytes_per_s = 2e9;       // storage bandwidth used when a format gives 0
+  std::map<std::string, ContainerFormat> containers;  // by name: files, tar, lmdb, hdf5, ...
 };
 
 // One sample's costs as the transformation sees them.

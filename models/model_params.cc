@@ -13,7 +13,8 @@ double ModelParams::CollectiveTimeS(int ranks) const {
   if (collective.time_per_step_s > 0) return collective.time_per_step_s;
   if (collective.gradient_bytes <= 0) return 0.0;
   double n = ranks;
-  return 2.0 * (n - 1) * collective.alpha_s + 2.0 * (n - 1) / n * collective.gradient_bytes / collective.bus_bytes_per_s;
+  return 2.0 * (n - 1) * collective.alpha_s +
+         2.0 * (n - 1) / n * collective.gradient_bytes / collective.bus_bytes_per_s;
 }
 
 namespace {
@@ -39,16 +40,21 @@ const std::vector<NumericParam>& NumericParams() {
       {"cpu", "collate_per_sample_s", [](ModelParams& m) -> double& { return m.cpu.collate_per_sample_s; }, false},
       {"cpu", "background_threads", [](ModelParams& m) -> double& { return m.cpu.background_threads; }, false},
       {"cpu", "busy_core_slowdown", [](ModelParams& m) -> double& { return m.cpu.busy_core_slowdown; }, false},
-      {"storage", "bandwidth_bytes_per_s", [](ModelParams& m) -> double& { return m.storage.bandwidth_bytes_per_s; }, true},
+      {"storage", "bandwidth_bytes_per_s", [](ModelParams& m) -> double& { return m.storage.bandwidth_bytes_per_s; },
+       true},
       {"storage", "latency_s", [](ModelParams& m) -> double& { return m.storage.latency_s; }, false},
-      {"storage", "page_cache_hit_ratio", [](ModelParams& m) -> double& { return m.storage.page_cache_hit_ratio; }, false},
-      {"storage", "page_cache_bytes_per_s", [](ModelParams& m) -> double& { return m.storage.page_cache_bytes_per_s; }, true},
+      {"storage", "page_cache_hit_ratio", [](ModelParams& m) -> double& { return m.storage.page_cache_hit_ratio; },
+       false},
+      {"storage", "page_cache_bytes_per_s", [](ModelParams& m) -> double& { return m.storage.page_cache_bytes_per_s; },
+       true},
       {"memory", "main_base_bytes", [](ModelParams& m) -> double& { return m.memory.main_base_bytes; }, false},
-      {"memory", "worker_base_pss_bytes", [](ModelParams& m) -> double& { return m.memory.worker_base_pss_bytes; }, false},
+      {"memory", "worker_base_pss_bytes", [](ModelParams& m) -> double& { return m.memory.worker_base_pss_bytes; },
+       false},
       {"memory", "batch_bytes_scale", [](ModelParams& m) -> double& { return m.memory.batch_bytes_scale; }, false},
       {"memory", "capacity_bytes", [](ModelParams& m) -> double& { return m.memory.capacity_bytes; }, false},
       {"pcie", "h2d_pinned_bytes_per_s", [](ModelParams& m) -> double& { return m.pcie.h2d_pinned_bytes_per_s; }, true},
-      {"pcie", "h2d_pageable_bytes_per_s", [](ModelParams& m) -> double& { return m.pcie.h2d_pageable_bytes_per_s; }, true},
+      {"pcie", "h2d_pageable_bytes_per_s", [](ModelParams& m) -> double& { return m.pcie.h2d_pageable_bytes_per_s; },
+       true},
       {"pcie", "latency_s", [](ModelParams& m) -> double& { return m.pcie.latency_s; }, false},
       {"gpu", "step_time_s", [](ModelParams& m) -> double& { return m.gpu.step_time_s; }, false},
       {"gpu", "step_cv", [](ModelParams& m) -> double& { return m.gpu.step_cv; }, false},
@@ -65,8 +71,8 @@ const std::vector<NumericParam>& NumericParams() {
 const char* kSections[] = {"cpu", "storage", "memory", "pcie", "gpu", "collective"};
 
 // Reads `key` of `section` as a number or {"value",...}; records provenance.
-Status ReadParam(const nlohmann::json& section, const std::string& where, const std::string& full_name,
-                 const char* key, double* out, ParamInfo* info, bool* present) {
+Status ReadParam(const nlohmann::json& section, const std::string& where, const std::string& full_name, const char* key,
+                 double* out, ParamInfo* info, bool* present) {
   *present = section.contains(key);
   if (!*present) return Status::Ok();
   const auto& v = section[key];

@@ -16,8 +16,8 @@ namespace simreplay::models {
 inline constexpr const char* kModelSchema = "simreplay.model/1";
 
 struct CpuParams {
-  double core_speed_scale = 1.0;       // target core speed / speed of the core the trace was taken on
-  double worker_cost_scale = 1.0;      // per-sample CPU cost in a worker = recorded cost x this (de-contention)
+  double core_speed_scale = 1.0;   // target core speed / speed of the core the trace was taken on
+  double worker_cost_scale = 1.0;  // per-sample CPU cost in a worker = recorded cost x this (de-contention)
   // The part of worker_cost_scale that is worker-process overhead (IPC, pickling into shared memory,
   // the worker loop): loading inline in the main process (num_workers=0) costs recorded x
   // worker_cost_scale / worker_overhead_factor.
@@ -59,10 +59,10 @@ struct PcieParams {
 };
 
 struct GpuParams {
-  double step_time_s = 0.05;           // one micro-batch's forward+backward(+optimizer) on the accelerator
+  double step_time_s = 0.05;              // one micro-batch's forward+backward(+optimizer) on the accelerator
   std::string distribution = "constant";  // constant | normal | lognormal
-  double step_cv = 0.0;                // coefficient of variation for normal/lognormal
-  int measured_batch_size = 0;         // batch size step_time_s was measured at; 0 = unknown (no scaling)
+  double step_cv = 0.0;                   // coefficient of variation for normal/lognormal
+  int measured_batch_size = 0;            // batch size step_time_s was measured at; 0 = unknown (no scaling)
   // Measured at two or more batch sizes: step = step_intercept_s + step_per_sample_s x batch_size
   // replaces the proportional scaling of step_time_s (used when step_per_sample_s > 0).
   double step_intercept_s = 0;
@@ -71,10 +71,10 @@ struct GpuParams {
 };
 
 struct CollectiveParams {
-  double time_per_step_s = 0.0;  // all-reduce time per optimizer step when > 0 (overrides alpha-beta)
-  double alpha_s = 20e-6;        // per-message latency
+  double time_per_step_s = 0.0;    // all-reduce time per optimizer step when > 0 (overrides alpha-beta)
+  double alpha_s = 20e-6;          // per-message latency
   double bus_bytes_per_s = 100e9;  // algorithm bandwidth
-  double gradient_bytes = 0.0;   // bytes all-reduced per optimizer step; 0 = no collective
+  double gradient_bytes = 0.0;     // bytes all-reduced per optimizer step; 0 = no collective
 };
 
 // One parameter's provenance: whether it was measured, and from what.
@@ -90,7 +90,7 @@ struct ModelParams {
   PcieParams pcie;
   GpuParams gpu;
   CollectiveParams collective;
-  std::string trace_path;        // optional: per-sample costs to replay (resolved against the model file)
+  std::string trace_path;                 // optional: per-sample costs to replay (resolved against the model file)
   std::map<std::string, ParamInfo> info;  // "cpu.main_per_batch_s" -> provenance; absent = default
   nlohmann::json extra = nlohmann::json::object();  // fit quality, provenance, formats: kept verbatim
 

@@ -53,8 +53,8 @@ int64_t Length(const std::vector<Interval>& u) {
 // REQUIRES: `u` sorted and disjoint (as Union() returns), so ends are sorted too.
 std::vector<Interval> Clip(const std::vector<Interval>& u, Interval window) {
   std::vector<Interval> out;
-  auto it = std::upper_bound(u.begin(), u.end(), window.start_ns,
-                             [](int64_t t, const Interval& i) { return t < i.end_ns; });
+  auto it =
+      std::upper_bound(u.begin(), u.end(), window.start_ns, [](int64_t t, const Interval& i) { return t < i.end_ns; });
   for (; it != u.end() && it->start_ns < window.end_ns; ++it) {
     Interval c{std::max(it->start_ns, window.start_ns), std::min(it->end_ns, window.end_ns)};
     if (c.end_ns > c.start_ns) out.push_back(c);
@@ -255,7 +255,8 @@ class EventSink {
     switch (Classify(cat)) {
       case Category::kKernel:
         if (!file_->gpu_device) {
-          if (auto d = args->find("device"); d != args->end() && d->is_number_integer()) file_->gpu_device = d->get<int64_t>();
+          if (auto d = args->find("device"); d != args->end() && d->is_number_integer())
+            file_->gpu_device = d->get<int64_t>();
         }
         (ContainsNoCase(name, "nccl") ? file_->nccl_kernels : file_->compute_kernels).push_back(span);
         break;
@@ -345,14 +346,16 @@ Result<ParsedFile> ParseFile(const std::string& path) {
     return Status::InvalidArgument(path + ": no \"traceEvents\" array: not a torch.profiler Chrome trace");
   }
   if (file.steps.empty()) {
-    return Status::InvalidArgument(path + ": no ProfilerStep#N events: profile the training loop with a "
-                                          "torch.profiler schedule and call prof.step() each step");
+    return Status::InvalidArgument(path +
+                                   ": no ProfilerStep#N events: profile the training loop with a "
+                                   "torch.profiler schedule and call prof.step() each step");
   }
   if (auto d = root.find("distributedInfo"); d != root.end() && d->is_object()) {
     file.distributed_info = *d;
     if (auto r = d->find("rank"); r != d->end()) {
       if (!r->is_number_integer() || r->get<int64_t>() < 0) {
-        return Status::InvalidArgument(path + ": distributedInfo.rank must be a non-negative integer, found " + r->dump());
+        return Status::InvalidArgument(path + ": distributedInfo.rank must be a non-negative integer, found " +
+                                       r->dump());
       }
       file.rank = r->get<int64_t>();
     }
@@ -365,8 +368,7 @@ Result<ParsedFile> ParseFile(const std::string& path) {
   std::sort(file.steps.begin(), file.steps.end(), [](const Step& a, const Step& b) { return a.number < b.number; });
   for (size_t i = 1; i < file.steps.size(); ++i) {
     if (file.steps[i].number == file.steps[i - 1].number) {
-      return Status::InvalidArgument(path + ": ProfilerStep#" + std::to_string(file.steps[i].number) +
-                                     " occurs twice");
+      return Status::InvalidArgument(path + ": ProfilerStep#" + std::to_string(file.steps[i].number) + " occurs twice");
     }
   }
   std::sort(file.loader_next.begin(), file.loader_next.end(), [](const LoaderNext& a, const LoaderNext& b) {
@@ -382,7 +384,8 @@ Result<ParsedFile> ParseFile(const std::string& path) {
 // Events of `sorted` (by start) that start inside `window`.
 template <typename T, typename StartOf>
 std::pair<size_t, size_t> StartingIn(const std::vector<T>& sorted, Interval window, StartOf start_of) {
-  auto lo = std::partition_point(sorted.begin(), sorted.end(), [&](const T& x) { return start_of(x) < window.start_ns; });
+  auto lo =
+      std::partition_point(sorted.begin(), sorted.end(), [&](const T& x) { return start_of(x) < window.start_ns; });
   auto hi = std::partition_point(lo, sorted.end(), [&](const T& x) { return start_of(x) < window.end_ns; });
   return {static_cast<size_t>(lo - sorted.begin()), static_cast<size_t>(hi - sorted.begin())};
 }
@@ -392,7 +395,8 @@ std::pair<size_t, size_t> StartingIn(const std::vector<T>& sorted, Interval wind
 Result<KinetoImport> KinetoImporter::Convert(const KinetoImportOptions& options) {
   if (options.input_paths.empty()) return Status::InvalidArgument("kineto import: no input files");
   if (options.batch_size < 0) {
-    return Status::InvalidArgument("kineto import: batch size must be positive, found " + std::to_string(options.batch_size));
+    return Status::InvalidArgument("kineto import: batch size must be positive, found " +
+                                   std::to_string(options.batch_size));
   }
   std::vector<ParsedFile> files;
   for (const std::string& path : options.input_paths) {
@@ -544,8 +548,9 @@ Result<KinetoImport> KinetoImporter::Convert(const KinetoImportOptions& options)
     out.ranks.push_back(std::move(summary));
   }
   if (any_multi_process) {
-    out.warnings.push_back("a _MultiProcessingDataLoaderIter trace does not say which worker made a batch: "
-                           "batch.worker is -1");
+    out.warnings.push_back(
+        "a _MultiProcessingDataLoaderIter trace does not say which worker made a batch: "
+        "batch.worker is -1");
   }
 
   // Header.
@@ -565,8 +570,8 @@ Result<KinetoImport> KinetoImporter::Convert(const KinetoImportOptions& options)
   m["ranks"] = std::move(ranks);
   if (file_of_rank.size() == 1) m["rank"] = file_of_rank.begin()->first;
   m["loader"] = {{"batch_size", out.batch_size}};
-  if (all_single_process && !std::all_of(out.ranks.begin(), out.ranks.end(),
-                                         [](const KinetoRankSummary& r) { return r.batches == 0; })) {
+  if (all_single_process &&
+      !std::all_of(out.ranks.begin(), out.ranks.end(), [](const KinetoRankSummary& r) { return r.batches == 0; })) {
     m["loader"]["num_workers"] = 0;
   }
   m["batch_size_source"] = out.batch_size_source;
@@ -579,8 +584,7 @@ Result<KinetoImport> KinetoImporter::Convert(const KinetoImportOptions& options)
     if (f.gpu_device) entry["gpu_device"] = *f.gpu_device;
     kineto_files.push_back(std::move(entry));
   }
-  m["kineto"] = {{"files", std::move(kineto_files)},
-                 {"time_origin", {{"file", origin_file}, {"ts_ns", origin_ns}}}};
+  m["kineto"] = {{"files", std::move(kineto_files)}, {"time_origin", {{"file", origin_file}, {"ts_ns", origin_ns}}}};
   // hardware.gpus: the GPUs the first file with deviceProperties lists (all GPUs the host showed).
   for (const ParsedFile& f : files) {
     if (!f.device_properties.is_array() || f.device_properties.empty()) continue;

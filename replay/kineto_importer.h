@@ -34,25 +34,25 @@ struct KinetoImportOptions {
 struct KinetoRankSummary {
   std::string path;
   int64_t rank = 0;
-  int64_t steps = 0;           // ProfilerStep#N events
-  int64_t batches = 0;         // steps that contained a DataLoader __next__ event
-  int64_t step_ns_total = 0;   // sum of step_ns
-  int64_t wait_ns_total = 0;   // sum of batch wait_ns
-  int64_t h2d_bytes_total = 0; // sum of batch h2d_bytes
+  int64_t steps = 0;            // ProfilerStep#N events
+  int64_t batches = 0;          // steps that contained a DataLoader __next__ event
+  int64_t step_ns_total = 0;    // sum of step_ns
+  int64_t wait_ns_total = 0;    // sum of batch wait_ns
+  int64_t h2d_bytes_total = 0;  // sum of batch h2d_bytes
   int64_t compute_ns_total = 0;
-  int64_t comm_ns_total = 0;   // exposed NCCL time
-  int64_t gpu_busy_ns = 0;     // union of all GPU kernels (NCCL included) within the step windows
-  int64_t nccl_ns = 0;         // union of NCCL kernels within the step windows (hidden or not)
+  int64_t comm_ns_total = 0;  // exposed NCCL time
+  int64_t gpu_busy_ns = 0;    // union of all GPU kernels (NCCL included) within the step windows
+  int64_t nccl_ns = 0;        // union of NCCL kernels within the step windows (hidden or not)
 };
 
 // The converted trace, in memory, in the order it is written.
 struct KinetoImport {
   TraceHeader header;
-  std::vector<TraceRecord> records;  // per rank (ascending): per step (ascending): batch, step; then
-                                     // the rank's kineto_summary event
+  std::vector<TraceRecord> records;      // per rank (ascending): per step (ascending): batch, step; then
+                                         // the rank's kineto_summary event
   std::vector<KinetoRankSummary> ranks;  // ascending rank
   int64_t batch_size = 0;
-  std::string batch_size_source;  // "--batch-size" or "FILE: aten::conv2d Input Dims[0][0]"
+  std::string batch_size_source;      // "--batch-size" or "FILE: aten::conv2d Input Dims[0][0]"
   std::vector<std::string> warnings;  // "FILE: ..." (e.g. a step without a DataLoader event)
 };
 

@@ -55,8 +55,8 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
       if (!more.ok()) return more.status();
       if (!*more) break;
       if (auto* s = std::get_if<SampleRecord>(&record)) {
-        SampleCost c{s->read_ns * kNs, s->decode_ns * kNs, s->augment_ns * kNs, s->read_bytes, s->out_bytes,
-                     FormatId(&table, s->format), s->unsplit};
+        SampleCost c{s->read_ns * kNs, s->decode_ns * kNs,          s->augment_ns * kNs, s->read_bytes,
+                     s->out_bytes,     FormatId(&table, s->format), s->unsplit};
         keyed.push_back({{s->rank, s->epoch, s->batch, s->t_start_ns, s->index}, c});
         indices.insert({0, s->index});
       } else if (auto* b = std::get_if<BatchRecord>(&record)) {
@@ -70,8 +70,10 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
         ++steps;
         t_last = std::max(t_last, st->t_start_ns + st->step_ns);
       } else if (auto* w = std::get_if<WorkerRecord>(&record)) {
-        if (w->worker >= 0) table.measured.max_worker_pss_bytes = std::max(table.measured.max_worker_pss_bytes, w->pss_bytes);
-        else table.measured.max_main_rss_bytes = std::max(table.measured.max_main_rss_bytes, w->rss_bytes);
+        if (w->worker >= 0)
+          table.measured.max_worker_pss_bytes = std::max(table.measured.max_worker_pss_bytes, w->pss_bytes);
+        else
+          table.measured.max_main_rss_bytes = std::max(table.measured.max_main_rss_bytes, w->rss_bytes);
       } else if (auto* o = std::get_if<OtherRecord>(&record)) {
         // The run starts at the first iter() (capture's epoch_start event), before workers spawn.
         if (o->type == "event" && o->json.value("kind", "") == "epoch_start" && o->json.contains("t_ns") &&
@@ -101,8 +103,14 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
       wait += b.wait_ns * kNs;
       collate += b.collate_ns * kNs;
       size_sum += b.size;
-      if (b.pin_ns > 0 && b.bytes > 0) { pin_s += b.pin_ns * kNs; pin_bytes += static_cast<double>(b.bytes); }
-      if (b.h2d_ns > 0) { h2d_s += b.h2d_ns * kNs; h2d_bytes += static_cast<double>(b.h2d_bytes); }
+      if (b.pin_ns > 0 && b.bytes > 0) {
+        pin_s += b.pin_ns * kNs;
+        pin_bytes += static_cast<double>(b.bytes);
+      }
+      if (b.h2d_ns > 0) {
+        h2d_s += b.h2d_ns * kNs;
+        h2d_bytes += static_cast<double>(b.h2d_bytes);
+      }
     }
     m.mean_wait_s = wait / static_cast<double>(batches.size());
     m.mean_batch_size = size_sum / static_cast<int64_t>(batches.size());
@@ -127,7 +135,8 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
     }
     table.distinct_indices = static_cast<int64_t>(table.samples.size());
     if (!table.samples.empty()) {
-      table.warnings.push_back("no per-sample records: replaying each batch's load time spread evenly over its samples");
+      table.warnings.push_back(
+          "no per-sample records: replaying each batch's load time spread evenly over its samples");
     }
   }
   if (table.samples.empty()) {

@@ -26,14 +26,14 @@ struct SampleCost {
 
 // What was measured in the traces, for replay defaults and predicted-vs-measured reports.
 struct MeasuredRun {
-  int64_t samples = 0;            // samples delivered to the training loop (sum of batch sizes)
+  int64_t samples = 0;  // samples delivered to the training loop (sum of batch sizes)
   int64_t batches = 0;
-  double wall_s = 0;              // first iter() (epoch_start event; else first next()) to last step end
+  double wall_s = 0;  // first iter() (epoch_start event; else first next()) to last step end
   double mean_wait_s = 0;
   double mean_collate_per_sample_s = -1;  // -1: unknown
   double mean_pin_bytes_per_s = -1;
   double mean_h2d_bytes_per_s = -1;
-  double mean_step_compute_s = -1;        // per micro-batch
+  double mean_step_compute_s = -1;  // per micro-batch
   double mean_comm_s = 0;
   int64_t mean_batch_size = 0;
   int64_t max_worker_pss_bytes = 0;

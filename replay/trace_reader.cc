@@ -101,7 +101,8 @@ Result<TraceRecord> ParseAs(Status (*parse)(const JsonFields&, Record*), const J
 Result<TraceRecord> ParseRecordLine(const std::string& line, const std::string& where) {
   auto json = ParseJson(line, where);
   if (!json.ok()) return json.status();
-  if (!json->is_object()) return Status::InvalidArgument(where + ": expected a JSON object, found " + json->type_name());
+  if (!json->is_object())
+    return Status::InvalidArgument(where + ": expected a JSON object, found " + json->type_name());
   JsonFields f(*json, where);
   std::string type;
   SIMREPLAY_RETURN_IF_ERROR(f.GetString("type", &type));
@@ -161,7 +162,8 @@ Result<bool> TraceReader::Next(TraceRecord* record) {
     auto more = source_->ReadLine(&line, &had_newline);
     if (!more.ok()) return more.status();
     if (!*more) {
-      if (source_->truncated()) warnings_.push_back(path_ + ": compressed stream ends early (killed writer?); using the records before it");
+      if (source_->truncated())
+        warnings_.push_back(path_ + ": compressed stream ends early (killed writer?); using the records before it");
       return false;
     }
     ++line_number_;

@@ -6,39 +6,48 @@ namespace {
 
 struct ToJsonVisitor {
   nlohmann::json operator()(const SampleRecord& r) const {
-    nlohmann::json j = {{"type", "sample"},       {"rank", r.rank},
-                        {"epoch", r.epoch},       {"index", r.index},
-                        {"batch", r.batch},       {"worker", r.worker},
+    nlohmann::json j = {{"type", "sample"},           {"rank", r.rank},
+                        {"epoch", r.epoch},           {"index", r.index},
+                        {"batch", r.batch},           {"worker", r.worker},
                         {"t_start_ns", r.t_start_ns}, {"read_ns", r.read_ns},
                         {"decode_ns", r.decode_ns},   {"augment_ns", r.augment_ns},
                         {"read_bytes", r.read_bytes}, {"out_bytes", r.out_bytes},
-                        {"format", r.format},     {"width", r.width},
-                        {"height", r.height},     {"frames", r.frames}};
+                        {"format", r.format},         {"width", r.width},
+                        {"height", r.height},         {"frames", r.frames}};
     if (r.unsplit) j["stages"] = "unsplit";
     if (r.cpu_ns >= 0) j["cpu_ns"] = r.cpu_ns;
     if (!r.hash.empty()) j["hash"] = r.hash;
     return j;
   }
   nlohmann::json operator()(const BatchRecord& r) const {
-    nlohmann::json j = {{"type", "batch"},        {"rank", r.rank},
-                        {"epoch", r.epoch},       {"batch", r.batch},
-                        {"worker", r.worker},     {"size", r.size},
-                        {"collate_ns", r.collate_ns}, {"t_ready_ns", r.t_ready_ns},
-                        {"wait_ns", r.wait_ns},   {"pin_ns", r.pin_ns},
-                        {"h2d_ns", r.h2d_ns},     {"h2d_bytes", r.h2d_bytes}};
+    nlohmann::json j = {
+        {"type", "batch"},      {"rank", r.rank},     {"epoch", r.epoch},           {"batch", r.batch},
+        {"worker", r.worker},   {"size", r.size},     {"collate_ns", r.collate_ns}, {"t_ready_ns", r.t_ready_ns},
+        {"wait_ns", r.wait_ns}, {"pin_ns", r.pin_ns}, {"h2d_ns", r.h2d_ns},         {"h2d_bytes", r.h2d_bytes}};
     if (r.t_next_start_ns >= 0) j["t_next_start_ns"] = r.t_next_start_ns;
     if (r.bytes >= 0) j["bytes"] = r.bytes;
     return j;
   }
   nlohmann::json operator()(const StepRecord& r) const {
-    return {{"type", "step"},           {"rank", r.rank},       {"step", r.step},
-            {"t_start_ns", r.t_start_ns}, {"compute_ns", r.compute_ns}, {"comm_ns", r.comm_ns},
-            {"step_ns", r.step_ns},     {"micro_batches", r.micro_batches}};
+    return {{"type", "step"},
+            {"rank", r.rank},
+            {"step", r.step},
+            {"t_start_ns", r.t_start_ns},
+            {"compute_ns", r.compute_ns},
+            {"comm_ns", r.comm_ns},
+            {"step_ns", r.step_ns},
+            {"micro_batches", r.micro_batches}};
   }
   nlohmann::json operator()(const WorkerRecord& r) const {
-    return {{"type", "worker"},       {"rank", r.rank},           {"worker", r.worker},
-            {"pid", r.pid},           {"t_ns", r.t_ns},           {"rss_bytes", r.rss_bytes},
-            {"pss_bytes", r.pss_bytes}, {"cpu_ns", r.cpu_ns},     {"io_read_bytes", r.io_read_bytes}};
+    return {{"type", "worker"},
+            {"rank", r.rank},
+            {"worker", r.worker},
+            {"pid", r.pid},
+            {"t_ns", r.t_ns},
+            {"rss_bytes", r.rss_bytes},
+            {"pss_bytes", r.pss_bytes},
+            {"cpu_ns", r.cpu_ns},
+            {"io_read_bytes", r.io_read_bytes}};
   }
   nlohmann::json operator()(const HostRecord& r) const {
     return {{"type", "host"}, {"t_ns", r.t_ns}, {"mem_used_bytes", r.mem_used_bytes}, {"cpu_busy_ns", r.cpu_busy_ns}};

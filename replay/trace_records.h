@@ -86,8 +86,7 @@ struct OtherRecord {
   nlohmann::json json;
 };
 
-using TraceRecord =
-    std::variant<SampleRecord, BatchRecord, StepRecord, WorkerRecord, HostRecord, OtherRecord>;
+using TraceRecord = std::variant<SampleRecord, BatchRecord, StepRecord, WorkerRecord, HostRecord, OtherRecord>;
 
 // Serialises a record to the one-line JSON object of the spec (with "type").
 nlohmann::json ToJson(const TraceRecord& record);

@@ -10,8 +10,8 @@ namespace {
 
 using Sign = JsonFields::Sign;
 
-const std::set<std::string> kTopKeys = {"model", "trace", "data", "loader", "hardware", "train", "replay",
-                                        "seed", "sweep", "outputs", "name", "description"};
+const std::set<std::string> kTopKeys = {"model",  "trace", "data",  "loader",  "hardware", "train",
+                                        "replay", "seed",  "sweep", "outputs", "name",     "description"};
 
 Status CheckKnownKeys(const nlohmann::json& object, const std::set<std::string>& known, const JsonFields& f) {
   for (const auto& [key, value] : object.items()) {
@@ -38,8 +38,9 @@ std::string Resolve(const std::string& base_dir, const std::string& p) {
 
 Status ParseLoader(const nlohmann::json& j, const std::string& where, LoaderConfig* c) {
   JsonFields f(j, where + ": loader");
-  SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(j, {"num_workers", "batch_size", "prefetch_factor", "pin_memory",
-                                               "persistent_workers", "drop_last", "shuffle"}, f));
+  SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(
+      j, {"num_workers", "batch_size", "prefetch_factor", "pin_memory", "persistent_workers", "drop_last", "shuffle"},
+      f));
   SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "num_workers", &c->num_workers, 0, 4096));
   SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "batch_size", &c->batch_size, 1, 1 << 20));
   SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "prefetch_factor", &c->prefetch_factor, 1, 4096));
@@ -198,7 +199,8 @@ Result<std::vector<SweepPoint>> ExpandSweep(const nlohmann::json& json, const st
     if (!scenario.ok()) {
       std::string label;
       for (const auto& [k, v] : point.axes) label += (label.empty() ? "" : ", ") + k + "=" + v.dump();
-      return Status::InvalidArgument(scenario.status().message() + (label.empty() ? "" : " (sweep point " + label + ")"));
+      return Status::InvalidArgument(scenario.status().message() +
+                                     (label.empty() ? "" : " (sweep point " + label + ")"));
     }
     point.scenario = std::move(*scenario);
     points.push_back(std::move(point));

@@ -24,16 +24,16 @@ struct LoaderConfig {
 };
 
 struct HardwareConfig {
-  int cpu_cores = 0;  // 0: the cores recorded in the trace's manifest, else 8
-  int gpus = 1;       // GPU ranks on the node, one DataLoader each
+  int cpu_cores = 0;               // 0: the cores recorded in the trace's manifest, else 8
+  int gpus = 1;                    // GPU ranks on the node, one DataLoader each
   double background_threads = -1;  // busy cores taken by other processes; < 0: the model's value
 };
 
 struct TrainConfig {
-  int64_t steps = 0;          // optimizer steps; 0 = use epochs
-  int64_t epochs = 0;         // full passes over the dataset; used when steps == 0
-  double step_time_s = -1;    // >= 0 overrides the model's GPU step time (one micro-batch)
-  int grad_accum = 1;         // micro-batches per optimizer step
+  int64_t steps = 0;            // optimizer steps; 0 = use epochs
+  int64_t epochs = 0;           // full passes over the dataset; used when steps == 0
+  double step_time_s = -1;      // >= 0 overrides the model's GPU step time (one micro-batch)
+  int grad_accum = 1;           // micro-batches per optimizer step
   int64_t dataset_samples = 0;  // samples per epoch (all ranks); 0 = distinct samples in the trace
 };
 
@@ -44,8 +44,8 @@ struct Scenario {
   LoaderConfig loader;
   HardwareConfig hardware;
   TrainConfig train;
-  std::string data_format;  // container to simulate (files, tar, lmdb, hdf5); "" = as captured
-  std::string replay_order = "recorded";  // recorded | shuffled
+  std::string data_format;                 // container to simulate (files, tar, lmdb, hdf5); "" = as captured
+  std::string replay_order = "recorded";   // recorded | shuffled
   std::string replay_fidelity = "sample";  // sample: one activity per sample stage; batch: per batch
   uint64_t seed = 0;
   int64_t timeline_max_events = 200000;

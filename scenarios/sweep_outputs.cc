@@ -39,11 +39,16 @@ std::string CsvEscape(const std::string& s) {
 std::string HtmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -57,7 +62,8 @@ std::string Chart(const std::vector<SweepResult>& points, const std::string& met
     const auto& xv = p.axes[0].second;
     if (!xv.is_number()) return "";  // categorical first axis: the table says it all
     std::string label;
-    for (size_t a = 1; a < p.axes.size(); ++a) label += (label.empty() ? "" : ", ") + p.axes[a].first + "=" + Cell(&p.axes[a].second);
+    for (size_t a = 1; a < p.axes.size(); ++a)
+      label += (label.empty() ? "" : ", ") + p.axes[a].first + "=" + Cell(&p.axes[a].second);
     const auto* y = Lookup(p.result["metrics"], metric);
     if (y == nullptr || !y->is_number()) continue;
     double x = xv.get<double>();
@@ -71,8 +77,11 @@ std::string Chart(const std::vector<SweepResult>& points, const std::string& met
   const double W = 560, H = 300, L = 70, B = 40, T = 30, R = 20;
   auto sx = [&](double x) { return L + (x - xmin) / (xmax - xmin) * (W - L - R); };
   auto sy = [&](double y) { return H - B - y / (ymax * 1.1) * (H - B - T); };
-  static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
-  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)", W, H);
+  static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                  "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  std::string svg = fmt::format(
+      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)", W,
+      H);
   svg += fmt::format(R"(<text x="{}" y="18" font-size="13" font-weight="bold">{}</text>)", L, HtmlEscape(title));
   svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333"/>)", L, H - B, W - R, H - B);
   svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333"/>)", L, T, L, H - B);
@@ -81,7 +90,8 @@ std::string Chart(const std::vector<SweepResult>& points, const std::string& met
     svg += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{:.3g}</text>)", L - 5, sy(y) + 4, y);
     svg += fmt::format(R"(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#eee"/>)", L, sy(y), W - R, sy(y));
   }
-  svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)", (L + W - R) / 2, H - 8, HtmlEscape(points[0].axes[0].first));
+  svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)", (L + W - R) / 2, H - 8,
+                     HtmlEscape(points[0].axes[0].first));
   int color = 0;
   double legend_y = T + 5;
   for (auto& [label, pts] : series) {
@@ -91,10 +101,12 @@ std::string Chart(const std::vector<SweepResult>& points, const std::string& met
     for (const auto& [x, y] : pts) {
       path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "M" : " L", sx(x), sy(y));
       svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="{}"/>)", sx(x), sy(y), c);
-      if (pts.size() <= 12) svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="9">{:.3g}</text>)", sx(x) + 4, sy(y) - 4, x);
+      if (pts.size() <= 12)
+        svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="9">{:.3g}</text>)", sx(x) + 4, sy(y) - 4, x);
     }
     svg += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="2"/>)", path, c);
-    svg += fmt::format(R"(<text x="{}" y="{:.1f}" fill="{}">{}</text>)", W - R - 200, legend_y += 13, c, HtmlEscape(label));
+    svg += fmt::format(R"(<text x="{}" y="{:.1f}" fill="{}">{}</text>)", W - R - 200, legend_y += 13, c,
+                       HtmlEscape(label));
   }
   return svg + "</svg>\n";
 }
@@ -102,11 +114,21 @@ std::string Chart(const std::vector<SweepResult>& points, const std::string& met
 }  // namespace
 
 const std::vector<std::string>& CsvMetricColumns() {
-  static const std::vector<std::string> columns = {
-      "train_throughput_samples_per_s", "pipeline_throughput_samples_per_s", "gpu_idle_fraction",
-      "step_time_s.mean", "step_time_s.p95", "step_time_s.p99", "data_wait_s.mean", "data_wait_s.p95",
-      "data_wait_s.p99", "time_to_first_batch_s", "epoch_boundary_stall_s", "peak_host_memory_bytes",
-      "cpu_utilization", "queue_wait_s.mean", "bottleneck.stage"};
+  static const std::vector<std::string> columns = {"train_throughput_samples_per_s",
+                                                   "pipeline_throughput_samples_per_s",
+                                                   "gpu_idle_fraction",
+                                                   "step_time_s.mean",
+                                                   "step_time_s.p95",
+                                                   "step_time_s.p99",
+                                                   "data_wait_s.mean",
+                                                   "data_wait_s.p95",
+                                                   "data_wait_s.p99",
+                                                   "time_to_first_batch_s",
+                                                   "epoch_boundary_stall_s",
+                                                   "peak_host_memory_bytes",
+                                                   "cpu_utilization",
+                                                   "queue_wait_s.mean",
+                                                   "bottleneck.stage"};
   return columns;
 }
 
@@ -152,21 +174,24 @@ std::string SweepTable(const std::vector<SweepResult>& points) {
   for (const auto& p : points) {
     for (const auto& [axis, v] : p.axes) out += fmt::format("{:>22} ", Cell(&v));
     const auto& m = p.result["metrics"];
-    out += fmt::format("{:>12.2f} {:>12.2f} {:>7.1f}% {:>10.4f} {:>10.4f} {:>10.0f}  {}\n",
-                       m["train_throughput_samples_per_s"].get<double>(),
-                       m["pipeline_throughput_samples_per_s"].get<double>(), 100 * m["gpu_idle_fraction"].get<double>(),
-                       m["data_wait_s"]["p95"].get<double>(), m["time_to_first_batch_s"].get<double>(),
-                       m["peak_host_memory_bytes"].get<double>() / (1 << 20), m["bottleneck"]["stage"].get<std::string>());
+    out +=
+        fmt::format("{:>12.2f} {:>12.2f} {:>7.1f}% {:>10.4f} {:>10.4f} {:>10.0f}  {}\n",
+                    m["train_throughput_samples_per_s"].get<double>(),
+                    m["pipeline_throughput_samples_per_s"].get<double>(), 100 * m["gpu_idle_fraction"].get<double>(),
+                    m["data_wait_s"]["p95"].get<double>(), m["time_to_first_batch_s"].get<double>(),
+                    m["peak_host_memory_bytes"].get<double>() / (1 << 20), m["bottleneck"]["stage"].get<std::string>());
   }
   return out;
 }
 
 std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepResult>& points) {
-  std::string html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>simreplay what-if</title>"
-                     "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse}"
-                     "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}"
-                     ".warn{color:#a40}</style></head><body>\n";
-  html += std::string(points.size() == 1 && points[0].axes.empty() ? "<h1>simreplay simulate</h1>" : "<h1>simreplay what-if</h1>") +
+  std::string html =
+      "<!doctype html><html><head><meta charset=\"utf-8\"><title>simreplay what-if</title>"
+      "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse}"
+      "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}"
+      ".warn{color:#a40}</style></head><body>\n";
+  html += std::string(points.size() == 1 && points[0].axes.empty() ? "<h1>simreplay simulate</h1>"
+                                                                   : "<h1>simreplay what-if</h1>") +
           "\n<p>Scenario: <code>" + HtmlEscape(scenario_path) + "</code>. ";
   if (!points.empty()) {
     html += "Accelerator: <b>" + HtmlEscape(points[0].result.value("accelerator", "")) + "</b> (" +
@@ -190,8 +215,8 @@ std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepR
     html += "<tr>";
     for (const auto& [axis, v] : p.axes) html += "<td>" + HtmlEscape(Cell(&v)) + "</td>";
     html += "<td>" + HtmlEscape(p.result["metrics"]["bottleneck"]["stage"].get<std::string>()) +
-            "</td><td style=\"text-align:left\">" + HtmlEscape(p.result["metrics"]["bottleneck"]["evidence"].get<std::string>()) +
-            "</td></tr>\n";
+            "</td><td style=\"text-align:left\">" +
+            HtmlEscape(p.result["metrics"]["bottleneck"]["evidence"].get<std::string>()) + "</td></tr>\n";
   }
   html += "</table>\n";
   if (!points.empty() && !points[0].result["warnings"].empty()) {

@@ -97,7 +97,8 @@ std::vector<Result<std::string>> RunIsolated(const std::vector<IsolatedJob>& job
       int wstatus = 0;
       ::waitpid(pid, &wstatus, 0);
       if (WIFSIGNALED(wstatus)) {
-        results[child.job] = Status::Internal("simulation process died with signal " + std::to_string(WTERMSIG(wstatus)));
+        results[child.job] =
+            Status::Internal("simulation process died with signal " + std::to_string(WTERMSIG(wstatus)));
       } else if (child.data.empty()) {
         results[child.job] = Status::Internal("simulation process produced no result");
       } else if (child.data[0] == '0') {

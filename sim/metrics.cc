@@ -48,7 +48,8 @@ Bottleneck FindBottleneck(const SimInput& input, const SimRawStats& s) {
   }
   std::string idle = "GPU idle " + pct(1 - gpu_busy) + "; ";
   if (collective >= 0.25 && collective >= h2d) {
-    return {"collective", idle + "ranks spend " + pct(collective) + " in barrier + all-reduce (slowest rank sets the pace)"};
+    return {"collective",
+            idle + "ranks spend " + pct(collective) + " in barrier + all-reduce (slowest rank sets the pace)"};
   }
   if (cpu_util >= 0.85) {
     return {"cpu", idle + "CPU cores " + pct(cpu_util) + " busy on " + std::to_string(input.cpu_cores) +
@@ -58,19 +59,21 @@ Bottleneck FindBottleneck(const SimInput& input, const SimRawStats& s) {
     return {"storage", idle + "storage busy " + pct(storage_busy) + " of the run"};
   }
   if (workers == 0) {
-    return {"main_process_loading", idle + "num_workers=0: the training loop loads every batch itself (" +
-                                        pct(main_busy) + " of the run)"};
+    return {"main_process_loading",
+            idle + "num_workers=0: the training loop loads every batch itself (" + pct(main_busy) + " of the run)"};
   }
   if (pin_busy >= 0.85) return {"pin_memory", idle + "pin thread busy " + pct(pin_busy)};
   if (main_busy >= 0.5) return {"main_process", idle + "main process busy " + pct(main_busy) + " receiving batches"};
   if (h2d >= 0.3) return {"h2d", idle + "host-to-device copies take " + pct(h2d) + " of the run"};
   const double restart = (s.time_to_first_batch_s + s.epoch_boundary_stall_s) / T;
   if (restart >= 0.2) {
-    return {"epoch_restarts", idle + fmt::format("{} of the run waits for the first batch of an epoch (start-up {:.3f} s, "
-                                                 "later epochs {:.3f} s){}", pct(restart), s.time_to_first_batch_s,
-                                                 s.epoch_boundary_stall_s,
-                                                 input.scenario.loader.persistent_workers ? ""
-                                                     : ": persistent_workers=true avoids the restarts")};
+    return {
+        "epoch_restarts",
+        idle + fmt::format(
+                   "{} of the run waits for the first batch of an epoch (start-up {:.3f} s, "
+                   "later epochs {:.3f} s){}",
+                   pct(restart), s.time_to_first_batch_s, s.epoch_boundary_stall_s,
+                   input.scenario.loader.persistent_workers ? "" : ": persistent_workers=true avoids the restarts")};
   }
   if (worker_busy >= 0.8) {
     return {"workers", idle + "each worker busy " + pct(worker_busy) + " with CPU " + pct(cpu_util) +
@@ -80,8 +83,8 @@ Bottleneck FindBottleneck(const SimInput& input, const SimRawStats& s) {
     return {"startup_or_latency", idle + "workers busy only " + pct(worker_busy) +
                                       ": time goes to worker start-up, epoch boundaries or head-of-line waits"};
   }
-  return {"balanced", idle + "no single stage above its threshold (workers " + pct(worker_busy) + ", CPU " +
-                          pct(cpu_util) + ")"};
+  return {"balanced",
+          idle + "no single stage above its threshold (workers " + pct(worker_busy) + ", CPU " + pct(cpu_util) + ")"};
 }
 
 nlohmann::json SummarizeMetrics(const SimInput& input, const SimRawStats& full) {

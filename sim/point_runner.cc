@@ -30,7 +30,8 @@ bool SameConfiguration(const scenarios::Scenario& s, const nlohmann::json& manif
   auto get_bool = [&](const char* k) { return l.contains(k) && l[k].is_boolean() && l[k].get<bool>(); };
   return ManifestInt(manifest, "loader", "num_workers", -1) == s.loader.num_workers &&
          ManifestInt(manifest, "loader", "batch_size", -1) == s.loader.batch_size &&
-         (s.loader.num_workers == 0 || ManifestInt(manifest, "loader", "prefetch_factor", 2) == s.loader.prefetch_factor) &&
+         (s.loader.num_workers == 0 ||
+          ManifestInt(manifest, "loader", "prefetch_factor", 2) == s.loader.prefetch_factor) &&
          get_bool("pin_memory") == s.loader.pin_memory &&
          get_bool("persistent_workers") == s.loader.persistent_workers && s.hardware.gpus == 1;
 }
@@ -43,7 +44,8 @@ bool Contains(const nlohmann::json& list, const nlohmann::json& value) {
 // the trace manifest for a scenario without a calibrated model).
 void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const models::ModelParams& model,
                               const nlohmann::json& manifest, std::vector<std::string>* warnings) {
-  nlohmann::json range = model.extra.contains("measured_range") ? model.extra["measured_range"] : nlohmann::json::object();
+  nlohmann::json range =
+      model.extra.contains("measured_range") ? model.extra["measured_range"] : nlohmann::json::object();
   if (range.empty() && manifest.contains("loader")) {  // a bare trace: its own configuration is the range
     int w = ManifestInt(manifest, "loader", "num_workers", -1);
     int c = ManifestInt(manifest, "hardware", "cores", 0);
@@ -54,15 +56,17 @@ void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const mod
   const int w = s.loader.num_workers;
   if (range.contains("max_workers_plus_main_over_cores") &&
       static_cast<double>(w + 1) / cores > range["max_workers_plus_main_over_cores"].get<double>() + 1e-9) {
-    warnings->push_back(fmt::format("extrapolating: {} workers + main process on {} cores is more oversubscribed than "
-                                    "anything measured (at most {:.2f} processes per core)",
-                                    w, cores, range["max_workers_plus_main_over_cores"].get<double>()));
+    warnings->push_back(
+        fmt::format("extrapolating: {} workers + main process on {} cores is more oversubscribed than "
+                    "anything measured (at most {:.2f} processes per core)",
+                    w, cores, range["max_workers_plus_main_over_cores"].get<double>()));
   }
   auto outside = [&](const char* key, int value) {
     if (!range.contains(key) || !range[key].is_array() || range[key].size() != 2) return;
     int lo = range[key][0].get<int>(), hi = range[key][1].get<int>();
     if (value < lo || value > hi) {
-      warnings->push_back(fmt::format("extrapolating: {} = {} outside the measured range [{}, {}]", key, value, lo, hi));
+      warnings->push_back(
+          fmt::format("extrapolating: {} = {} outside the measured range [{}, {}]", key, value, lo, hi));
     }
   };
   outside("num_workers", w);
@@ -72,12 +76,15 @@ void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const mod
     warnings->push_back(fmt::format("extrapolating: pin_memory = {} was never measured", s.loader.pin_memory));
   }
   if (range.contains("persistent_workers") && !Contains(range["persistent_workers"], s.loader.persistent_workers)) {
-    warnings->push_back(fmt::format("extrapolating: persistent_workers = {} was never measured", s.loader.persistent_workers));
+    warnings->push_back(
+        fmt::format("extrapolating: persistent_workers = {} was never measured", s.loader.persistent_workers));
   }
   if (!s.data_format.empty() && range.contains("formats") && !Contains(range["formats"], s.data_format)) {
-    warnings->push_back("extrapolating: format '" + s.data_format + "' was never captured: its read costs come from "
-                        "the format model (" + (range["formats"].empty() ? std::string("?") : range["formats"][0].get<std::string>()) + " -> " +
-                        s.data_format + ")");
+    warnings->push_back("extrapolating: format '" + s.data_format +
+                        "' was never captured: its read costs come from "
+                        "the format model (" +
+                        (range["formats"].empty() ? std::string("?") : range["formats"][0].get<std::string>()) +
+                        " -> " + s.data_format + ")");
   }
 }
 
@@ -107,11 +114,13 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
     if (!costs.ok()) return costs.status();
     if (!scenario.data_format.empty()) {
       const auto& extra = point.input.model.extra;
-      auto formats = extra.contains("formats") ? models::ParseFormatParams(extra["formats"], scenario.model_path + ": formats")
-                                               : Result<models::FormatParams>(models::CatalogueFormats());
+      auto formats = extra.contains("formats")
+                         ? models::ParseFormatParams(extra["formats"], scenario.model_path + ": formats")
+                         : Result<models::FormatParams>(models::CatalogueFormats());
       if (!formats.ok()) return formats.status();
       auto transformed = ApplyFormat(*costs, *formats, scenario.data_format);
-      if (!transformed.ok()) return Status::InvalidArgument(scenario.path + ": data.format: " + transformed.status().message());
+      if (!transformed.ok())
+        return Status::InvalidArgument(scenario.path + ": data.format: " + transformed.status().message());
       costs = std::move(*transformed);
     }
     cached = cache->emplace(cache_key, std::make_shared<const replay::SampleCostTable>(std::move(*costs))).first;
@@ -124,8 +133,8 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
 
   int measured_cores = ManifestInt(manifest, "hardware", "cores", 0);
   point.input.cpu_cores = scenario.hardware.cpu_cores > 0 ? scenario.hardware.cpu_cores
-                          : measured_cores > 0             ? measured_cores
-                                                           : 8;
+                          : measured_cores > 0            ? measured_cores
+                                                          : 8;
   if (scenario.hardware.cpu_cores == 0 && measured_cores == 0) {
     point.warnings.push_back("cpu_cores not given and not in the trace manifest: assuming 8");
   }
@@ -143,8 +152,9 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
     point.input.step_time_s = model.gpu.step_time_s;
     point.step_time_source = "model";
     point.accelerator = model.gpu.accelerator == "cuda" ? "cuda" : "emulated";
-    point.accelerator_note = point.accelerator == "cuda" ? "GPU step time measured on a real GPU (model file)"
-                                                         : "GPU step emulated: step time from the model file, not measured on a GPU";
+    point.accelerator_note = point.accelerator == "cuda"
+                                 ? "GPU step time measured on a real GPU (model file)"
+                                 : "GPU step emulated: step time from the model file, not measured on a GPU";
     int measured_bs = model.gpu.measured_batch_size;
     if (model.gpu.step_per_sample_s > 0) {
       point.input.step_time_s = model.gpu.step_intercept_s + model.gpu.step_per_sample_s * scenario.loader.batch_size;
@@ -222,11 +232,10 @@ Result<nlohmann::json> AssembleResult(const PreparedPoint& point, const Result<s
   if (SameConfiguration(point.input.scenario, point.costs->manifest) && same_length && measured.wall_s > 0) {
     double measured_tp = static_cast<double>(measured.samples) / measured.wall_s;
     double predicted_tp = metrics["train_throughput_samples_per_s"].get<double>();
-    result["measured"] = {
-        {"note", "the trace was captured with this configuration: prediction error against it"},
-        {"train_throughput_samples_per_s", Round9(measured_tp)},
-        {"train_throughput_error_pct", Round9(100.0 * (predicted_tp - measured_tp) / measured_tp)},
-        {"mean_data_wait_s", Round9(measured.mean_wait_s)}};
+    result["measured"] = {{"note", "the trace was captured with this configuration: prediction error against it"},
+                          {"train_throughput_samples_per_s", Round9(measured_tp)},
+                          {"train_throughput_error_pct", Round9(100.0 * (predicted_tp - measured_tp) / measured_tp)},
+                          {"mean_data_wait_s", Round9(measured.mean_wait_s)}};
   }
   result["warnings"] = point.warnings;
   return result;

@@ -16,8 +16,8 @@ struct SimInput {
   scenarios::Scenario scenario;
   models::ModelParams model;
   const replay::SampleCostTable* costs = nullptr;  // must outlive the run
-  int cpu_cores = 8;           // resolved core count of the node
-  double background_threads = 0;  // resolved busy cores taken by other processes
+  int cpu_cores = 8;                               // resolved core count of the node
+  double background_threads = 0;                   // resolved busy cores taken by other processes
   double step_time_s = 0.05;   // resolved GPU step time per micro-batch (already scaled for batch size)
   bool pipeline_only = false;  // no model step and no collective: the data pipeline alone
   bool record_timeline = false;
@@ -26,7 +26,7 @@ struct SimInput {
 // One span on a timeline track (Chrome trace "X" event).
 struct TimelineEvent {
   int32_t rank = 0;
-  int32_t track = 0;   // kTrackMain, kTrackPin, kTrackGpu, kTrackWorker0 + w
+  int32_t track = 0;  // kTrackMain, kTrackPin, kTrackGpu, kTrackWorker0 + w
   const char* name = "";
   double start_s = 0;
   double duration_s = 0;
@@ -40,23 +40,23 @@ inline constexpr int32_t kTrackWorker0 = 10;
 // Everything measured inside one run, before it is summarised into metrics.
 struct SimRawStats {
   double makespan_s = 0;
-  int64_t samples_consumed = 0;    // all ranks
-  int64_t micro_batches = 0;       // all ranks
-  std::vector<double> wait_s;      // every next() wait, all ranks, in rank then batch order
-  std::vector<double> step_s;      // every optimizer step interval, all ranks
-  std::vector<double> queue_wait_s;  // finished batch ready -> taken by the loop
+  int64_t samples_consumed = 0;                     // all ranks
+  int64_t micro_batches = 0;                        // all ranks
+  std::vector<double> wait_s;                       // every next() wait, all ranks, in rank then batch order
+  std::vector<double> step_s;                       // every optimizer step interval, all ranks
+  std::vector<double> queue_wait_s;                 // finished batch ready -> taken by the loop
   std::vector<double> read_s, decode_s, augment_s;  // per-sample stage latencies (as simulated)
-  double time_to_first_batch_s = 0;  // slowest rank
-  double epoch_boundary_stall_s = 0;  // sum of first-batch waits of epochs after the first (rank 0)
-  double gpu_busy_s = 0;           // sum over ranks
-  double h2d_s = 0;                // sum over ranks
-  double collective_s = 0;         // sum over ranks, including barrier waits
-  double cpu_busy_core_s = 0;      // CPU work done, in core-seconds at the node's core speed
-  double worker_busy_s = 0;        // sum over workers of time in read/decode/augment/collate
-  double worker_count = 0;         // workers alive on average (W x ranks)
-  double main_busy_s = 0;          // main-process CPU work (per-batch, inline loading)
+  double time_to_first_batch_s = 0;                 // slowest rank
+  double epoch_boundary_stall_s = 0;                // sum of first-batch waits of epochs after the first (rank 0)
+  double gpu_busy_s = 0;                            // sum over ranks
+  double h2d_s = 0;                                 // sum over ranks
+  double collective_s = 0;                          // sum over ranks, including barrier waits
+  double cpu_busy_core_s = 0;                       // CPU work done, in core-seconds at the node's core speed
+  double worker_busy_s = 0;                         // sum over workers of time in read/decode/augment/collate
+  double worker_count = 0;                          // workers alive on average (W x ranks)
+  double main_busy_s = 0;                           // main-process CPU work (per-batch, inline loading)
   double pin_busy_s = 0;
-  double storage_busy_s = 0;       // time with at least one read in flight
+  double storage_busy_s = 0;  // time with at least one read in flight
   int64_t storage_read_bytes = 0;
   double peak_host_memory_bytes = 0;
   int64_t worker_starts = 0;

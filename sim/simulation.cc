@@ -206,8 +206,8 @@ void NodeSimulation::ReadSample(const replay::SampleCost& cost, int64_t ordinal)
   if (storage_in_flight_++ == 0) storage_busy_since_s_ = sg4::Engine::get_clock();
   if (storage.mode == "recorded") {
     sg4::this_actor::sleep_for(cost.read_s);
-  } else if (storage.page_cache_hit_ratio > 0 &&
-             Rng::HashUnit(static_cast<uint64_t>(ordinal) % order_.size(), in_.scenario.seed) < storage.page_cache_hit_ratio) {
+  } else if (storage.page_cache_hit_ratio > 0 && Rng::HashUnit(static_cast<uint64_t>(ordinal) % order_.size(),
+                                                               in_.scenario.seed) < storage.page_cache_hit_ratio) {
     sg4::this_actor::sleep_for(static_cast<double>(cost.read_bytes) / storage.page_cache_bytes_per_s);
   } else {
     storage_slots_->acquire();
@@ -356,8 +356,9 @@ IteratorQueues* NodeSimulation::StartIterator(int rank, int64_t epoch, IteratorQ
       ++stats_.worker_starts;
     }
     if (loader_.pin_memory) {
-      sg4::Actor::create("r" + std::to_string(rank) + "pin", node_, [this, rank, queues] { PinThread(rank, queues); })
-          ->daemonize();
+      sg4::Actor::create("r" + std::to_string(rank) + "pin", node_, [this, rank, queues] {
+        PinThread(rank, queues);
+      })->daemonize();
     }
     Span(rank, kTrackMain, "iter() start workers", t0);
   } else {
@@ -366,7 +367,8 @@ IteratorQueues* NodeSimulation::StartIterator(int rank, int64_t epoch, IteratorQ
     Span(rank, kTrackMain, "iter() resume", t0);
   }
   int64_t primed = std::min<int64_t>(static_cast<int64_t>(loader_.prefetch_factor) * workers, batches_per_epoch_);
-  for (int64_t t = 0; t < primed; ++t) queues->index_queues[static_cast<size_t>(t % workers)]->Push(Task{epoch, t, false});
+  for (int64_t t = 0; t < primed; ++t)
+    queues->index_queues[static_cast<size_t>(t % workers)]->Push(Task{epoch, t, false});
   return queues;
 }
 
@@ -500,7 +502,8 @@ void NodeSimulation::MainLoop(int rank) {
 
 Result<SimRawStats> NodeSimulation::Run() {
   ranks_ = in_.scenario.hardware.gpus;
-  if (in_.costs == nullptr || in_.costs->samples.empty()) return Status::InvalidArgument("no per-sample costs to replay");
+  if (in_.costs == nullptr || in_.costs->samples.empty())
+    return Status::InvalidArgument("no per-sample costs to replay");
   PlanEpochs();
   if (batches_per_epoch_ <= 0) {
     return Status::InvalidArgument("an epoch has no batch: " + std::to_string(per_rank_samples_) +

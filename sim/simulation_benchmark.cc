@@ -63,7 +63,9 @@ BENCHMARK(BM_EightGpuNode)
     ->Args({8, 400, 0})
     ->Args({16, 400, 0})
     ->Args({8, 2000, 1})
-    ->Args({16, 2000, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Args({16, 2000, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace simreplay::sim

@@ -7,7 +7,8 @@ namespace simreplay::sim {
 namespace {
 
 void AppendThreadName(std::string* out, int rank, int track, const std::string& name) {
-  *out += fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}},)", rank, track, name);
+  *out +=
+      fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}},)", rank, track, name);
   *out += fmt::format(R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}},)", rank,
                       track, track);
   *out += "\n";
@@ -19,7 +20,8 @@ std::string TimelineToJson(const SimRawStats& stats, int ranks, int workers, boo
                            const std::string& accelerator_label) {
   std::string out = "{\"traceEvents\":[\n";
   for (int r = 0; r < ranks; ++r) {
-    out += fmt::format(R"J({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"rank {} (simulated)"}}}},)J", r, r);
+    out +=
+        fmt::format(R"J({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"rank {} (simulated)"}}}},)J", r, r);
     out += "\n";
     AppendThreadName(&out, r, kTrackMain, "main loop (next, H2D issue)");
     if (pin_memory && workers > 0) AppendThreadName(&out, r, kTrackPin, "pin_memory thread");

@@ -93,7 +93,8 @@ nlohmann::json Analyze(const AnalysisInput& in) {
   doc["accelerator"] = "emulated";
   doc["accelerator_note"] = fmt::format(
       "no GPU: every training step in the real runs was an emulated sleep of {} s per micro-batch (bench --emulate), "
-      "and every prediction simulates that emulated step", spec.run.step_time_s);
+      "and every prediction simulates that emulated step",
+      spec.run.step_time_s);
   doc["spec"] = spec.raw;
 
   // --- Experiment matrix.
@@ -128,26 +129,33 @@ nlohmann::json Analyze(const AnalysisInput& in) {
       {"warmup_steps_excluded", spec.run.warmup_steps},
       {"warmup_runs_discarded_per_case", spec.warmup_runs},
       {"repetitions", spec.repetitions},
-      {"order", "interleaved: discarded warm-up runs of every case first, then repetition by repetition every case's "
-                "train run in case order (A B A B ...), then every case's pipeline-only run"},
+      {"order",
+       "interleaved: discarded warm-up runs of every case first, then repetition by repetition every case's "
+       "train run in case order (A B A B ...), then every case's pipeline-only run"},
       {"fixed_inputs", fmt::format("same dataset, seed {} (same shuffle and the same augmentation draws per worker), "
-                                   "same steps in every run", spec.run.seed)},
-      {"page_cache", "the dataset is read once by the discarded warm-up runs, so every measured run reads from a warm "
-                     "page cache (the data volume is far below RAM); cold-storage behaviour is not measured here"},
+                                   "same steps in every run",
+                                   spec.run.seed)},
+      {"page_cache",
+       "the dataset is read once by the discarded warm-up runs, so every measured run reads from a warm "
+       "page cache (the data volume is far below RAM); cold-storage behaviour is not measured here"},
       {"statistic", "median of the repetitions; percentile bootstrap interval of the median"},
       {"bootstrap", {{"resamples", boot.resamples}, {"seed", boot.seed}, {"confidence", boot.confidence}}},
-      {"memory_definition", "peak over 2 Hz samples of main-process RSS + every worker's PSS (from the trace); the "
-                            "host-wide MemTotal-MemAvailable peak of the bench summary includes other tenants and is "
-                            "reported but not compared"},
-      {"calibration", fmt::format("every case is predicted from a model calibrated on the median-throughput train run of "
-                                  "case '{}', except '{}' itself, predicted from case '{}': never from the case "
-                                  "being predicted", spec.calibrate_from, spec.calibrate_from, spec.calibrate_alternate)}};
+      {"memory_definition",
+       "peak over 2 Hz samples of main-process RSS + every worker's PSS (from the trace); the "
+       "host-wide MemTotal-MemAvailable peak of the bench summary includes other tenants and is "
+       "reported but not compared"},
+      {"calibration",
+       fmt::format("every case is predicted from a model calibrated on the median-throughput train run of "
+                   "case '{}', except '{}' itself, predicted from case '{}': never from the case "
+                   "being predicted",
+                   spec.calibrate_from, spec.calibrate_from, spec.calibrate_alternate)}};
   doc["noise"] = {{"loadavg_1min_min", load_max < 0 ? -1 : R(load_min)},
                   {"loadavg_1min_max", load_max < 0 ? -1 : R(load_max)},
                   {"runs_measured", measured_runs},
                   {"runs_failed", failed_runs},
-                  {"note", "shared 2-core VM: other tenants' load moves wall-clock throughput from run to run; each "
-                           "case's coefficient of variation (cv) is given with its results"}};
+                  {"note",
+                   "shared 2-core VM: other tenants' load moves wall-clock throughput from run to run; each "
+                   "case's coefficient of variation (cv) is given with its results"}};
 
   // --- Results: predicted vs measured per case and metric.
   nlohmann::json results = nlohmann::json::array();
@@ -179,7 +187,8 @@ nlohmann::json Analyze(const AnalysisInput& in) {
         double measured = m["measured"]["median"].get<double>();
         double error = PredictionError(metric, predicted, measured);
         m["error"] = R(error);
-        m["inside_ci"] = predicted >= m["measured"]["ci"][0].get<double>() && predicted <= m["measured"]["ci"][1].get<double>();
+        m["inside_ci"] =
+            predicted >= m["measured"]["ci"][0].get<double>() && predicted <= m["measured"]["ci"][1].get<double>();
         if (metric == kTrainThroughput) abs_train_errors.push_back(std::fabs(error));
         if (metric == kGpuIdle && std::fabs(error) > max_idle_error) {
           max_idle_error = std::fabs(error);
@@ -293,8 +302,8 @@ nlohmann::json Analyze(const AnalysisInput& in) {
     }
     if (reps_compared > 0) {
       repeat.pass = repeat.compared > 0 && repeat.mismatched == 0;
-      repeat.detail = repeat.pass ? fmt::format("{} repetitions deliver identical samples ({} compared)", reps_compared + 1,
-                                                repeat.compared)
+      repeat.detail = repeat.pass ? fmt::format("{} repetitions deliver identical samples ({} compared)",
+                                                reps_compared + 1, repeat.compared)
                                   : first_detail;
       correctness_pass = correctness_pass && repeat.pass;
       correctness.push_back(repeat.ToJson());
@@ -314,9 +323,10 @@ nlohmann::json Analyze(const AnalysisInput& in) {
       // worker with base_seed + worker id), so content legitimately differs; the order must not.
       int epochs = diff[0] == "persistent_workers" ? 1 : -1;
       cross = CompareOrder(*ref_facts, *first, epochs);
-      rule = fmt::format("'{}' changes which worker process (and augmentation RNG stream) handles a sample, so content "
-                         "may differ; the delivered sample order must not{}", diff[0],
-                         epochs == 1 ? " (first epoch: a persistent iterator draws its seed once)" : "");
+      rule = fmt::format(
+          "'{}' changes which worker process (and augmentation RNG stream) handles a sample, so content "
+          "may differ; the delivered sample order must not{}",
+          diff[0], epochs == 1 ? " (first epoch: a persistent iterator draws its seed once)" : "");
     }
     cross.a = ref.name;
     cross.b = c.name;
@@ -347,7 +357,8 @@ nlohmann::json Analyze(const AnalysisInput& in) {
       // Loader cores busy: per-sample CPU from the trace (every loader process) x throughput.
       double cpu = r.contains("sample_cpu_s_median") ? r["sample_cpu_s_median"].get<double>() : -1;
       double cores_busy = cpu > 0 ? cpu * tp : -1;
-      double host_busy = r.contains("host_cpu_busy_fraction_median") ? r["host_cpu_busy_fraction_median"].get<double>() : -1;
+      double host_busy =
+          r.contains("host_cpu_busy_fraction_median") ? r["host_cpu_busy_fraction_median"].get<double>() : -1;
       std::string verdict;
       if (idle < 0.10) {
         verdict = "accelerator-bound: the (emulated) step is busy >= 90% of the time";
@@ -355,14 +366,17 @@ nlohmann::json Analyze(const AnalysisInput& in) {
         verdict = fmt::format("CPU-bound loading: loader processes used {:.2f} of {} cores while the GPU idled {:.0f}%",
                               cores_busy, cores, 100 * idle);
       } else if (cores > 0 && host_busy >= 0.85) {
-        verdict = fmt::format("CPU-bound host: all {} cores {:.0f}% busy, of which sample loading {:.2f} cores; the rest is "
-                              "the main process, the step loop and other tenants. GPU idle {:.0f}%",
-                              cores, 100 * host_busy, cores_busy, 100 * idle);
+        verdict = fmt::format(
+            "CPU-bound host: all {} cores {:.0f}% busy, of which sample loading {:.2f} cores; the rest is "
+            "the main process, the step loop and other tenants. GPU idle {:.0f}%",
+            cores, 100 * host_busy, cores_busy, 100 * idle);
       } else if (c != nullptr && c->config.num_workers == 0) {
         verdict = fmt::format("inline loading in the main process (num_workers=0): GPU idle {:.0f}%", 100 * idle);
       } else {
-        verdict = fmt::format("GPU idle {:.0f}% with loader CPU {:.2f} of {} cores: waiting on start-up, latency or too "
-                              "few workers rather than on saturated cores", 100 * idle, cores_busy, cores);
+        verdict = fmt::format(
+            "GPU idle {:.0f}% with loader CPU {:.2f} of {} cores: waiting on start-up, latency or too "
+            "few workers rather than on saturated cores",
+            100 * idle, cores_busy, cores);
       }
       observed.push_back({{"case", name},
                           {"gpu_idle_fraction", R(idle)},
@@ -455,8 +469,8 @@ nlohmann::json Analyze(const AnalysisInput& in) {
     cmp["adopt_checks"] = checks;
     cmp["rollback_checks"] = rollback;
     cmp["decision"] = (gain_ok && memory_ok && !rollback_now) ? "adopt B"
-                      : rollback_now                         ? "keep A (B would trigger a rollback)"
-                                                             : "keep A (gain not established)";
+                      : rollback_now                          ? "keep A (B would trigger a rollback)"
+                                                              : "keep A (gain not established)";
     comparisons.push_back(cmp);
   }
   doc["comparisons"] = comparisons;
@@ -467,9 +481,10 @@ nlohmann::json Analyze(const AnalysisInput& in) {
   if (!abs_train_errors.empty()) {
     double median_error = Median(abs_train_errors);
     bool ok = median_error <= spec.thresholds.median_train_throughput_error_pct;
-    thresholds["median_abs_train_throughput_error_pct"] = {
-        {"value", R(median_error)}, {"limit", spec.thresholds.median_train_throughput_error_pct}, {"pass", ok},
-        {"cases", abs_train_errors.size()}};
+    thresholds["median_abs_train_throughput_error_pct"] = {{"value", R(median_error)},
+                                                           {"limit", spec.thresholds.median_train_throughput_error_pct},
+                                                           {"pass", ok},
+                                                           {"cases", abs_train_errors.size()}};
     thresholds_pass = thresholds_pass && ok;
   } else {
     thresholds_pass = false;
@@ -477,8 +492,10 @@ nlohmann::json Analyze(const AnalysisInput& in) {
   }
   if (max_idle_error >= 0) {
     bool ok = max_idle_error <= spec.thresholds.max_gpu_idle_error_pp;
-    thresholds["max_abs_gpu_idle_error_pp"] = {
-        {"value", R(max_idle_error)}, {"limit", spec.thresholds.max_gpu_idle_error_pp}, {"pass", ok}, {"case", worst_idle_case}};
+    thresholds["max_abs_gpu_idle_error_pp"] = {{"value", R(max_idle_error)},
+                                               {"limit", spec.thresholds.max_gpu_idle_error_pp},
+                                               {"pass", ok},
+                                               {"case", worst_idle_case}};
     thresholds_pass = thresholds_pass && ok;
   } else {
     thresholds_pass = false;
@@ -492,8 +509,10 @@ nlohmann::json Analyze(const AnalysisInput& in) {
       failing.push_back(fmt::format("{}: train throughput {:+.1f}%", r["case"].get<std::string>(),
                                     m[kTrainThroughput]["error"].get<double>()));
     }
-    if (m[kGpuIdle].contains("error") && std::fabs(m[kGpuIdle]["error"].get<double>()) > spec.thresholds.max_gpu_idle_error_pp) {
-      failing.push_back(fmt::format("{}: GPU idle {:+.1f} pp", r["case"].get<std::string>(), m[kGpuIdle]["error"].get<double>()));
+    if (m[kGpuIdle].contains("error") &&
+        std::fabs(m[kGpuIdle]["error"].get<double>()) > spec.thresholds.max_gpu_idle_error_pp) {
+      failing.push_back(
+          fmt::format("{}: GPU idle {:+.1f} pp", r["case"].get<std::string>(), m[kGpuIdle]["error"].get<double>()));
     }
   }
   thresholds["cases_over_limit"] = failing;

@@ -23,11 +23,11 @@ inline constexpr const char* kValidationSchema = "simreplay.validation/1";
 
 struct AnalysisInput {
   const ExperimentSpec* spec = nullptr;
-  std::vector<RunRecord> runs;                       // every executed run, warm-up included
-  std::map<std::string, RunMetrics> metrics;         // by run id (measured runs that succeeded)
-  std::map<std::string, TraceFacts> facts;           // by run id (train runs whose trace was read)
-  std::map<std::string, Prediction> predictions;     // by case name
-  std::map<std::string, std::string> prediction_errors;  // case -> why it could not be predicted
+  std::vector<RunRecord> runs;                            // every executed run, warm-up included
+  std::map<std::string, RunMetrics> metrics;              // by run id (measured runs that succeeded)
+  std::map<std::string, TraceFacts> facts;                // by run id (train runs whose trace was read)
+  std::map<std::string, Prediction> predictions;          // by case name
+  std::map<std::string, std::string> prediction_errors;   // case -> why it could not be predicted
   nlohmann::json calibration = nlohmann::json::object();  // case -> {trace, model, self_check}
   nlohmann::json environment = nlohmann::json::object();  // python, capture path, dataset, data volume
   std::vector<std::string> warnings;

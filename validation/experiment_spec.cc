@@ -13,8 +13,8 @@
 namespace simreplay::validation {
 
 const std::vector<std::string>& FactorNames() {
-  static const std::vector<std::string> kNames = {"num_workers",        "batch_size", "prefetch_factor", "pin_memory",
-                                                  "persistent_workers", "format"};
+  static const std::vector<std::string> kNames = {"num_workers", "batch_size",         "prefetch_factor",
+                                                  "pin_memory",  "persistent_workers", "format"};
   return kNames;
 }
 
@@ -56,8 +56,10 @@ class SpecParser {
     return Status::InvalidArgument(fmt::format("{}:{}: {}", path_, locator_.Line(pointer), message));
   }
 
-  Status CheckKeys(const nlohmann::json& object, const std::string& pointer, const std::set<std::string>& allowed) const {
-    if (!object.is_object()) return Error(pointer, fmt::format("'{}' must be an object, found {}", Name(pointer), object.type_name()));
+  Status CheckKeys(const nlohmann::json& object, const std::string& pointer,
+                   const std::set<std::string>& allowed) const {
+    if (!object.is_object())
+      return Error(pointer, fmt::format("'{}' must be an object, found {}", Name(pointer), object.type_name()));
     for (const auto& [key, value] : object.items()) {
       if (!allowed.count(key)) {
         std::string list;
@@ -90,7 +92,8 @@ class SpecParser {
     std::string p = pointer + "/" + key;
     if (!v.is_number()) return Error(p, fmt::format("'{}' must be a number, found {}", key, v.dump()));
     double x = v.get<double>();
-    if (!(x >= lo && x <= hi)) return Error(p, fmt::format("'{}' must be in [{}, {}], found {}", key, lo, hi, v.dump()));
+    if (!(x >= lo && x <= hi))
+      return Error(p, fmt::format("'{}' must be in [{}, {}], found {}", key, lo, hi, v.dump()));
     *out = x;
     return Status::Ok();
   }
@@ -98,7 +101,8 @@ class SpecParser {
   Status Bool(const nlohmann::json& object, const std::string& pointer, const char* key, bool* out) const {
     if (!object.contains(key)) return Status::Ok();
     const auto& v = object[key];
-    if (!v.is_boolean()) return Error(pointer + "/" + key, fmt::format("'{}' must be true or false, found {}", key, v.dump()));
+    if (!v.is_boolean())
+      return Error(pointer + "/" + key, fmt::format("'{}' must be true or false, found {}", key, v.dump()));
     *out = v.get<bool>();
     return Status::Ok();
   }
@@ -106,7 +110,8 @@ class SpecParser {
   Status String(const nlohmann::json& object, const std::string& pointer, const char* key, std::string* out) const {
     if (!object.contains(key)) return Status::Ok();
     const auto& v = object[key];
-    if (!v.is_string()) return Error(pointer + "/" + key, fmt::format("'{}' must be a string, found {}", key, v.dump()));
+    if (!v.is_string())
+      return Error(pointer + "/" + key, fmt::format("'{}' must be a string, found {}", key, v.dump()));
     *out = v.get<std::string>();
     return Status::Ok();
   }
@@ -122,7 +127,8 @@ class SpecParser {
     SIMREPLAY_RETURN_IF_ERROR(String(object, pointer, "format", &c->format));
     static const std::set<std::string> kFormats = {"files", "tar", "lmdb", "hdf5"};
     if (!kFormats.count(c->format)) {
-      return Error(pointer + "/format", fmt::format("'format' must be files, tar, lmdb or hdf5, found \"{}\"", c->format));
+      return Error(pointer + "/format",
+                   fmt::format("'format' must be files, tar, lmdb or hdf5, found \"{}\"", c->format));
     }
     if (c->persistent_workers && c->num_workers == 0) {
       return Error(pointer, "persistent_workers requires num_workers > 0");
@@ -151,17 +157,18 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
     int64_t line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
     std::string what = e.what();
     auto pos = what.find("parse error");
-    return Status::InvalidArgument(fmt::format("{}:{}: malformed JSON: {}", path, line,
-                                               pos == std::string::npos ? what : what.substr(pos)));
+    return Status::InvalidArgument(
+        fmt::format("{}:{}: malformed JSON: {}", path, line, pos == std::string::npos ? what : what.substr(pos)));
   }
   const nlohmann::json& j = parsed;
   SpecParser p(text, path);
   ExperimentSpec spec;
   spec.path = path;
   spec.raw = j;
-  SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(j, "", {"schema", "name", "description", "mode", "dataset", "run", "repetitions",
-                                                "warmup_runs", "pipeline_only_runs", "base", "cases", "calibration",
-                                                "bootstrap", "thresholds", "criteria"}));
+  SIMREPLAY_RETURN_IF_ERROR(
+      p.CheckKeys(j, "",
+                  {"schema", "name", "description", "mode", "dataset", "run", "repetitions", "warmup_runs",
+                   "pipeline_only_runs", "base", "cases", "calibration", "bootstrap", "thresholds", "criteria"}));
   if (!j.contains("schema") || j["schema"] != kExperimentSchema) {
     return p.Error("/schema", fmt::format("'schema' must be \"{}\", found {}", kExperimentSchema,
                                           j.contains("schema") ? j["schema"].dump() : "nothing"));
@@ -180,8 +187,8 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
 
   if (j.contains("run")) {
     const auto& r = j["run"];
-    SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(r, "/run", {"steps", "warmup_steps", "step_time_s", "image_size", "frames",
-                                                      "seed", "timeout_s", "command"}));
+    SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(
+        r, "/run", {"steps", "warmup_steps", "step_time_s", "image_size", "frames", "seed", "timeout_s", "command"}));
     SIMREPLAY_RETURN_IF_ERROR(p.Int(r, "/run", "steps", 1, 1000000, &spec.run.steps));
     SIMREPLAY_RETURN_IF_ERROR(p.Int(r, "/run", "warmup_steps", 0, 1000000, &spec.run.warmup_steps));
     SIMREPLAY_RETURN_IF_ERROR(p.Double(r, "/run", "step_time_s", 0, 3600, &spec.run.step_time_s));
@@ -194,14 +201,15 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
       if (!c.is_array() || c.empty()) return p.Error("/run/command", "'command' must be a non-empty array of strings");
       for (size_t i = 0; i < c.size(); ++i) {
         if (!c[i].is_string()) {
-          return p.Error("/run/command/" + std::to_string(i), fmt::format("'command' items must be strings, found {}", c[i].dump()));
+          return p.Error("/run/command/" + std::to_string(i),
+                         fmt::format("'command' items must be strings, found {}", c[i].dump()));
         }
         spec.run.command.push_back(c[i].get<std::string>());
       }
     }
     if (spec.run.warmup_steps >= spec.run.steps) {
       return p.Error("/run/warmup_steps", fmt::format("'warmup_steps' ({}) must be smaller than 'steps' ({})",
-                                                     spec.run.warmup_steps, spec.run.steps));
+                                                      spec.run.warmup_steps, spec.run.steps));
     }
   }
   SIMREPLAY_RETURN_IF_ERROR(p.Int(j, "", "repetitions", 1, 1000, &spec.repetitions));
@@ -219,28 +227,35 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
     SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(c, ptr, {"name", "set", "note"}));
     ExperimentCase ec;
     SIMREPLAY_RETURN_IF_ERROR(p.String(c, ptr, "name", &ec.name));
-    if (ec.name.empty() || ec.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
-                               std::string::npos) {
-      return p.Error(ptr + "/name", fmt::format("case 'name' must be non-empty letters, digits, '_', '-' or '.', found \"{}\"", ec.name));
+    if (ec.name.empty() ||
+        ec.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
+            std::string::npos) {
+      return p.Error(
+          ptr + "/name",
+          fmt::format("case 'name' must be non-empty letters, digits, '_', '-' or '.', found \"{}\"", ec.name));
     }
-    if (!names.insert(ec.name).second) return p.Error(ptr + "/name", fmt::format("duplicate case name \"{}\"", ec.name));
+    if (!names.insert(ec.name).second)
+      return p.Error(ptr + "/name", fmt::format("duplicate case name \"{}\"", ec.name));
     ec.config = spec.base;
     if (c.contains("set")) SIMREPLAY_RETURN_IF_ERROR(p.Config(c["set"], ptr + "/set", &ec.config));
     ec.factors = DifferingFactors(spec.base, ec.config);
     if (spec.mode == "suite" && ec.factors.size() > 1) {
-      return p.Error(ptr + "/set", fmt::format("case \"{}\" differs from 'base' in {} factors ({}); a suite case varies "
-                                               "exactly one factor", ec.name, ec.factors.size(), fmt::join(ec.factors, ", ")));
+      return p.Error(ptr + "/set",
+                     fmt::format("case \"{}\" differs from 'base' in {} factors ({}); a suite case varies "
+                                 "exactly one factor",
+                                 ec.name, ec.factors.size(), fmt::join(ec.factors, ", ")));
     }
     spec.cases.push_back(std::move(ec));
   }
   if (spec.mode == "ab") {
     if (spec.cases.size() != 2) {
-      return p.Error("/cases", fmt::format("mode \"ab\" needs exactly two cases (A then B), found {}", spec.cases.size()));
+      return p.Error("/cases",
+                     fmt::format("mode \"ab\" needs exactly two cases (A then B), found {}", spec.cases.size()));
     }
     auto diff = DifferingFactors(spec.cases[0].config, spec.cases[1].config);
     if (diff.size() != 1) {
-      return p.Error("/cases/1", fmt::format("A and B must differ in exactly one factor, they differ in {}{}{}", diff.size(),
-                                             diff.empty() ? "" : ": ", fmt::join(diff, ", ")));
+      return p.Error("/cases/1", fmt::format("A and B must differ in exactly one factor, they differ in {}{}{}",
+                                             diff.size(), diff.empty() ? "" : ": ", fmt::join(diff, ", ")));
     }
     spec.cases[1].factors = diff;
     spec.cases[0].factors = diff;
@@ -257,16 +272,19 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   if (spec.mode == "suite") {
     if (spec.calibrate_from.empty()) spec.calibrate_from = spec.cases[0].name;
     if (spec.calibrate_alternate.empty()) {
-      if (spec.cases.size() < 2) return p.Error("/cases", "a suite needs at least two cases (one calibrates the other)");
+      if (spec.cases.size() < 2)
+        return p.Error("/cases", "a suite needs at least two cases (one calibrates the other)");
       spec.calibrate_alternate = spec.cases[spec.cases[0].name == spec.calibrate_from ? 1 : 0].name;
     }
   }
   for (const auto* key : {"from", "alternate"}) {
     const std::string& n = std::string(key) == "from" ? spec.calibrate_from : spec.calibrate_alternate;
-    if (!names.count(n)) return p.Error(std::string("/calibration/") + key, fmt::format("calibration '{}' names no case: \"{}\"", key, n));
+    if (!names.count(n))
+      return p.Error(std::string("/calibration/") + key, fmt::format("calibration '{}' names no case: \"{}\"", key, n));
   }
   if (spec.calibrate_from == spec.calibrate_alternate) {
-    return p.Error("/calibration/alternate", "calibration 'alternate' must differ from 'from' (a case is never predicted from itself)");
+    return p.Error("/calibration/alternate",
+                   "calibration 'alternate' must differ from 'from' (a case is never predicted from itself)");
   }
   if (j.contains("bootstrap")) {
     const auto& b = j["bootstrap"];
@@ -279,18 +297,21 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   }
   if (j.contains("thresholds")) {
     const auto& t = j["thresholds"];
-    SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(t, "/thresholds", {"median_train_throughput_error_pct", "max_gpu_idle_error_pp"}));
+    SIMREPLAY_RETURN_IF_ERROR(
+        p.CheckKeys(t, "/thresholds", {"median_train_throughput_error_pct", "max_gpu_idle_error_pp"}));
     spec.thresholds.enabled = true;
     SIMREPLAY_RETURN_IF_ERROR(p.Double(t, "/thresholds", "median_train_throughput_error_pct", 0, 1000,
                                        &spec.thresholds.median_train_throughput_error_pct));
-    SIMREPLAY_RETURN_IF_ERROR(p.Double(t, "/thresholds", "max_gpu_idle_error_pp", 0, 100, &spec.thresholds.max_gpu_idle_error_pp));
+    SIMREPLAY_RETURN_IF_ERROR(
+        p.Double(t, "/thresholds", "max_gpu_idle_error_pp", 0, 100, &spec.thresholds.max_gpu_idle_error_pp));
   }
   if (j.contains("criteria")) {
     const auto& c = j["criteria"];
     SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(c, "/criteria", {"memory_headroom_bytes", "rollback_gpu_idle_margin_pp"}));
-    SIMREPLAY_RETURN_IF_ERROR(p.Double(c, "/criteria", "memory_headroom_bytes", 0, 1e15, &spec.criteria.memory_headroom_bytes));
-    SIMREPLAY_RETURN_IF_ERROR(p.Double(c, "/criteria", "rollback_gpu_idle_margin_pp", 0, 100,
-                                       &spec.criteria.rollback_gpu_idle_margin_pp));
+    SIMREPLAY_RETURN_IF_ERROR(
+        p.Double(c, "/criteria", "memory_headroom_bytes", 0, 1e15, &spec.criteria.memory_headroom_bytes));
+    SIMREPLAY_RETURN_IF_ERROR(
+        p.Double(c, "/criteria", "rollback_gpu_idle_margin_pp", 0, 100, &spec.criteria.rollback_gpu_idle_margin_pp));
   }
   return spec;
 }

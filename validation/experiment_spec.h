@@ -49,13 +49,13 @@ struct ExperimentCase {
 
 // How each real run is made.
 struct RunSettings {
-  int steps = 60;            // micro-batches per run (the bench's --steps)
-  int warmup_steps = 10;     // first steps excluded from every measured metric
-  double step_time_s = 0.02; // emulated accelerator step (sleep) per micro-batch; no GPU here
+  int steps = 60;             // micro-batches per run (the bench's --steps)
+  int warmup_steps = 10;      // first steps excluded from every measured metric
+  double step_time_s = 0.02;  // emulated accelerator step (sleep) per micro-batch; no GPU here
   int image_size = 96;
   int frames = 4;
-  int64_t seed = 0;          // same seed in every run: same shuffle, same augmentation draws per worker
-  double timeout_s = 300;    // a run that takes longer is killed and fails the experiment
+  int64_t seed = 0;        // same seed in every run: same shuffle, same augmentation draws per worker
+  double timeout_s = 300;  // a run that takes longer is killed and fails the experiment
   // Optional argv template for a command other than the bench. Placeholders: {python} {data} {trace}
   // {summary} {format} {num_workers} {batch_size} {prefetch_factor} {pin_memory} {persistent_workers}
   // {steps} {warmup_steps} {seed} {step_time_s} {pipeline_only} (the last three booleans as 0/1).
@@ -74,14 +74,14 @@ struct Criteria {
 };
 
 struct ExperimentSpec {
-  std::string path;       // spec file
+  std::string path;  // spec file
   std::string name;
   std::string description;
   std::string mode = "suite";  // "ab": exactly two cases differing in one factor; "suite": cases vs base
   std::string dataset_dir;     // resolved against the spec's directory; --data overrides
   RunSettings run;
-  int repetitions = 5;         // measured runs per case and kind (interleaved)
-  int warmup_runs = 1;         // discarded runs per case before the measured ones (page cache, imports)
+  int repetitions = 5;             // measured runs per case and kind (interleaved)
+  int warmup_runs = 1;             // discarded runs per case before the measured ones (page cache, imports)
   bool pipeline_only_runs = true;  // also measure each case with --pipeline-only
   BenchConfig base;
   std::vector<ExperimentCase> cases;

@@ -12,7 +12,7 @@
 namespace simreplay::validation {
 
 const std::vector<std::string>& MetricNames() {
-  static const std::vector<std::string> kNames = {kTrainThroughput, kPipelineThroughput, kGpuIdle, kWaitMean,
+  static const std::vector<std::string> kNames = {kTrainThroughput, kPipelineThroughput, kGpuIdle,   kWaitMean,
                                                   kWaitP95,         kFirstBatch,         kPeakMemory};
   return kNames;
 }
@@ -54,7 +54,8 @@ Result<TraceFacts> ReadTraceFacts(const std::string& trace_path) {
       }
     }
   }
-  for (const auto& [t, bytes] : tick_memory) facts.peak_process_memory_bytes = std::max(facts.peak_process_memory_bytes, bytes);
+  for (const auto& [t, bytes] : tick_memory)
+    facts.peak_process_memory_bytes = std::max(facts.peak_process_memory_bytes, bytes);
   // Delivery order: batches in (epoch, batch) order, and within a batch the order its loader process
   // fetched the indices (one process per batch, so start times order them).
   std::sort(samples.begin(), samples.end(), [](const replay::SampleRecord& x, const replay::SampleRecord& y) {
@@ -80,7 +81,8 @@ Result<TraceFacts> ReadTraceFacts(const std::string& trace_path) {
     }
     wall_sum += static_cast<double>(s.read_ns + s.decode_ns + s.augment_ns) * 1e-9;
     ++wall_n;
-    if (facts.order_by_epoch.size() <= static_cast<size_t>(s.epoch)) facts.order_by_epoch.resize(static_cast<size_t>(s.epoch) + 1);
+    if (facts.order_by_epoch.size() <= static_cast<size_t>(s.epoch))
+      facts.order_by_epoch.resize(static_cast<size_t>(s.epoch) + 1);
     facts.order_by_epoch[static_cast<size_t>(s.epoch)].push_back(s.index);
     if (s.hash.empty()) {
       ++facts.samples_without_hash;
@@ -118,17 +120,20 @@ Result<RunMetrics> ReadRunMetrics(const std::string& summary_path, const std::st
     m.values[kGpuIdle] = v;
     SIMREPLAY_RETURN_IF_ERROR(number(j, "time_to_first_batch_s", &v));
     m.values[kFirstBatch] = v;
-    if (facts != nullptr && facts->peak_process_memory_bytes > 0) m.values[kPeakMemory] = facts->peak_process_memory_bytes;
+    if (facts != nullptr && facts->peak_process_memory_bytes > 0)
+      m.values[kPeakMemory] = facts->peak_process_memory_bytes;
   }
   if (j.contains("peak_host_memory_bytes") && j["peak_host_memory_bytes"].is_number()) {
     m.host_mem_used_peak_bytes = j["peak_host_memory_bytes"].get<double>();
   }
-  if (j.contains("cpu_s_per_sample") && j["cpu_s_per_sample"].is_number()) m.cpu_s_per_sample = j["cpu_s_per_sample"].get<double>();
+  if (j.contains("cpu_s_per_sample") && j["cpu_s_per_sample"].is_number())
+    m.cpu_s_per_sample = j["cpu_s_per_sample"].get<double>();
   return m;
 }
 
 nlohmann::json SampleCheck::ToJson() const {
-  return {{"kind", kind}, {"a", a}, {"b", b}, {"compared", compared}, {"mismatched", mismatched}, {"pass", pass}, {"detail", detail}};
+  return {{"kind", kind}, {"a", a},          {"b", b}, {"compared", compared}, {"mismatched", mismatched},
+          {"pass", pass}, {"detail", detail}};
 }
 
 SampleCheck CompareContent(const TraceFacts& a, const TraceFacts& b) {
@@ -140,12 +145,13 @@ SampleCheck CompareContent(const TraceFacts& a, const TraceFacts& b) {
     if (it == b.hash_by_epoch_index.end()) continue;
     ++c.compared;
     if (it->second != hash) {
-      if (c.mismatched == 0) first = fmt::format("first difference: epoch {} index {}: {} vs {}", key.first, key.second, hash, it->second);
+      if (c.mismatched == 0)
+        first = fmt::format("first difference: epoch {} index {}: {} vs {}", key.first, key.second, hash, it->second);
       ++c.mismatched;
     }
   }
   c.pass = c.compared > 0 && c.mismatched == 0;
-  c.detail = c.compared == 0 ? "no sample delivered by both runs carries a content hash"
+  c.detail = c.compared == 0     ? "no sample delivered by both runs carries a content hash"
              : c.mismatched == 0 ? fmt::format("{} samples identical (content hash per epoch and index)", c.compared)
                                  : fmt::format("{} of {} samples differ; {}", c.mismatched, c.compared, first);
   return c;
@@ -164,15 +170,17 @@ SampleCheck CompareOrder(const TraceFacts& a, const TraceFacts& b, int max_epoch
     for (size_t i = 0; i < n; ++i) {
       ++c.compared;
       if (x[i] != y[i]) {
-        if (c.mismatched == 0) first = fmt::format("first difference: epoch {} position {}: index {} vs {}", e, i, x[i], y[i]);
+        if (c.mismatched == 0)
+          first = fmt::format("first difference: epoch {} position {}: index {} vs {}", e, i, x[i], y[i]);
         ++c.mismatched;
       }
     }
   }
   c.pass = c.compared > 0 && c.mismatched == 0;
   c.detail = c.compared == 0 ? "no delivered samples to compare"
-             : c.mismatched == 0 ? fmt::format("{} delivered samples in the same order over {} epoch(s)", c.compared, epochs)
-                                 : fmt::format("{} of {} positions differ; {}", c.mismatched, c.compared, first);
+             : c.mismatched == 0
+                 ? fmt::format("{} delivered samples in the same order over {} epoch(s)", c.compared, epochs)
+                 : fmt::format("{} of {} positions differ; {}", c.mismatched, c.compared, first);
   return c;
 }
 

@@ -8,11 +8,11 @@
 #include <numeric>
 
 #include "calibrate/format_model.h"
-#include "sim/format_replay.h"
 #include "models/format_model.h"
 #include "models/model_params.h"
 #include "replay/sample_costs.h"
 #include "scenarios/scenario.h"
+#include "sim/format_replay.h"
 #include "sim/isolated_run.h"
 #include "sim/metrics.h"
 #include "sim/point_runner.h"
@@ -77,26 +77,31 @@ Result<Prediction> PredictCase(const ExperimentSpec& spec, const ExperimentCase&
   auto model = models::LoadModelFile(model_path);
   if (!model.ok()) return model.status();
   if (model->trace_path.empty()) return Status::InvalidArgument(model_path + ": the model names no trace");
-  std::string trace = model->trace_path[0] == '/' ? model->trace_path
-                                                   : scenarios::DirectoryOf(model_path) + "/" + model->trace_path;
+  std::string trace =
+      model->trace_path[0] == '/' ? model->trace_path : scenarios::DirectoryOf(model_path) + "/" + model->trace_path;
   trace = Absolute(trace);
 
-  nlohmann::json scenario_json = {
-      {"name", fmt::format("validation case {}", c.name)},
-      {"model", Absolute(model_path)},
-      {"trace", trace},
-      {"loader", {{"num_workers", c.config.num_workers}, {"batch_size", c.config.batch_size},
-                  {"prefetch_factor", c.config.prefetch_factor}, {"pin_memory", c.config.pin_memory},
-                  {"persistent_workers", c.config.persistent_workers}, {"drop_last", false}, {"shuffle", true}}},
-      {"hardware", {{"cpu_cores", 0}, {"gpus", 1}}},
-      {"train", {{"steps", spec.run.steps}, {"dataset_samples", options.dataset_samples}}},
-      {"replay", {{"order", "recorded"}}},
-      {"seed", spec.run.seed}};
+  nlohmann::json scenario_json = {{"name", fmt::format("validation case {}", c.name)},
+                                  {"model", Absolute(model_path)},
+                                  {"trace", trace},
+                                  {"loader",
+                                   {{"num_workers", c.config.num_workers},
+                                    {"batch_size", c.config.batch_size},
+                                    {"prefetch_factor", c.config.prefetch_factor},
+                                    {"pin_memory", c.config.pin_memory},
+                                    {"persistent_workers", c.config.persistent_workers},
+                                    {"drop_last", false},
+                                    {"shuffle", true}}},
+                                  {"hardware", {{"cpu_cores", 0}, {"gpus", 1}}},
+                                  {"train", {{"steps", spec.run.steps}, {"dataset_samples", options.dataset_samples}}},
+                                  {"replay", {{"order", "recorded"}}},
+                                  {"seed", spec.run.seed}};
   if (!options.step_time_scales_with_batch) {
     scenario_json["train"]["step_time_s"] = model->gpu.step_time_s;
     pred.warnings.push_back(fmt::format(
         "GPU step pinned to the model's measured {:.6f} s per micro-batch: the bench emulates the step with a sleep "
-        "of fixed mean whatever the batch size", model->gpu.step_time_s));
+        "of fixed mean whatever the batch size",
+        model->gpu.step_time_s));
   }
   auto scenario = scenarios::ParseScenario(scenario_json, fmt::format("validation case {}", c.name), ".");
   if (!scenario.ok()) return scenario.status();
@@ -108,8 +113,10 @@ Result<Prediction> PredictCase(const ExperimentSpec& spec, const ExperimentCase&
   std::string captured = calibrate::ContainerOfManifest(costs->manifest);
   if (captured != c.config.format) {
     if (!model->extra.contains("formats")) {
-      return Status::InvalidArgument(fmt::format("{}: the model has no 'formats' section: cannot predict format '{}' "
-                                                 "from a trace captured in '{}'", model_path, c.config.format, captured));
+      return Status::InvalidArgument(
+          fmt::format("{}: the model has no 'formats' section: cannot predict format '{}' "
+                      "from a trace captured in '{}'",
+                      model_path, c.config.format, captured));
     }
     auto params = models::ParseFormatParams(model->extra["formats"], model_path + ": formats");
     if (!params.ok()) return params.status();

@@ -19,7 +19,7 @@ struct Prediction {
   std::string model_path;                // model the prediction used
   std::string calibrated_from;           // case whose trace calibrated that model
   std::string accelerator_note;
-  nlohmann::json bottleneck;             // the simulator's verdict {stage, evidence}: a hypothesis
+  nlohmann::json bottleneck;  // the simulator's verdict {stage, evidence}: a hypothesis
   std::vector<std::string> warnings;
 };
 

@@ -47,8 +47,10 @@ std::string Inline(const nlohmann::json& j) {
 
 std::string RenderSuiteTable(const nlohmann::json& v) {
   std::string out;
-  out += "| case | factor | predicted from | train pred | train meas (95% CI) | err | pipeline pred | pipeline meas (95% CI) | err | "
-         "GPU idle pred | GPU idle meas (95% CI) | err | cv train |\n";
+  out +=
+      "| case | factor | predicted from | train pred | train meas (95% CI) | err | pipeline pred | pipeline meas (95% "
+      "CI) | err | "
+      "GPU idle pred | GPU idle meas (95% CI) | err | cv train |\n";
   out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < v["results"].size(); ++i) {
     const auto& r = v["results"][i];
@@ -63,14 +65,15 @@ std::string RenderSuiteTable(const nlohmann::json& v) {
       const auto& m = r["metrics"][metric];
       std::string meas = "–";
       if (m.contains("measured")) {
-        meas = fmt::format("{} ({}–{})", Fmt(metric, Num(m["measured"]["median"])), Fmt(metric, Num(m["measured"]["ci"][0])),
-                           Fmt(metric, Num(m["measured"]["ci"][1])));
+        meas = fmt::format("{} ({}–{})", Fmt(metric, Num(m["measured"]["median"])),
+                           Fmt(metric, Num(m["measured"]["ci"][0])), Fmt(metric, Num(m["measured"]["ci"][1])));
       }
       out += fmt::format("| {} | {} | {}{} ", m.contains("predicted") ? Fmt(metric, Num(m["predicted"])) : "–", meas,
                          ErrorText(m), m.value("inside_ci", false) ? " ✓" : "");
     }
     const auto& t = r["metrics"][kTrainThroughput];
-    out += fmt::format("| {} |\n", t.contains("measured") ? fmt::format("{:.1f}%", 100 * Num(t["measured"]["cv"])) : "–");
+    out +=
+        fmt::format("| {} |\n", t.contains("measured") ? fmt::format("{:.1f}%", 100 * Num(t["measured"]["cv"])) : "–");
   }
   const auto& th = v["thresholds"];
   out += "\n";
@@ -85,7 +88,8 @@ std::string RenderSuiteTable(const nlohmann::json& v) {
     out += fmt::format("max |GPU idle error| = {} (limit {} pp{}): {}\n",
                        a["value"].is_number() ? fmt::format("{:.1f} pp", a["value"].get<double>()) : "–",
                        Inline(a.value("limit", nlohmann::json(nullptr))),
-                       a.contains("case") ? ", worst " + a["case"].get<std::string>() : "", a.value("pass", false) ? "PASS" : "FAIL");
+                       a.contains("case") ? ", worst " + a["case"].get<std::string>() : "",
+                       a.value("pass", false) ? "PASS" : "FAIL");
   }
   return out;
 }
@@ -97,24 +101,29 @@ std::string RenderMarkdownReport(const nlohmann::json& v) {
   o += fmt::format("**Accelerator: emulated.** {}\n\n", v.value("accelerator_note", ""));
   o += fmt::format("Overall: **{}** (thresholds {}, correctness {}, rankings agree: {})\n\n",
                    v.value("pass", false) ? "PASS" : "FAIL",
-                   v["thresholds"].value("enabled", false) ? (v["thresholds"].value("pass", false) ? "pass" : "FAIL") : "not enforced",
-                   v["correctness"].value("pass", false) ? "pass" : "FAIL", v.value("rankings_agree", false) ? "yes" : "no");
+                   v["thresholds"].value("enabled", false) ? (v["thresholds"].value("pass", false) ? "pass" : "FAIL")
+                                                           : "not enforced",
+                   v["correctness"].value("pass", false) ? "pass" : "FAIL",
+                   v.value("rankings_agree", false) ? "yes" : "no");
 
-  o += "## Experiment matrix\n\n| case | num_workers | batch_size | prefetch_factor | pin_memory | persistent_workers | format | "
+  o += "## Experiment matrix\n\n| case | num_workers | batch_size | prefetch_factor | pin_memory | persistent_workers "
+       "| format | "
        "varies | predicted from | train reps | pipeline reps |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& m : v["matrix"]) {
     const auto& c = m["config"];
     std::string factors;
     for (const auto& f : m["factors_vs_base"]) factors += (factors.empty() ? "" : ", ") + f.get<std::string>();
-    o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", Inline(m["case"]), Inline(c["num_workers"]),
-                     Inline(c["batch_size"]), Inline(c["prefetch_factor"]), Inline(c["pin_memory"]),
-                     Inline(c["persistent_workers"]), Inline(c["format"]), factors.empty() ? "(base)" : factors,
-                     Inline(m["predicted_from"]), Inline(m["train_reps"]), Inline(m["pipeline_reps"]));
+    o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", Inline(m["case"]),
+                     Inline(c["num_workers"]), Inline(c["batch_size"]), Inline(c["prefetch_factor"]),
+                     Inline(c["pin_memory"]), Inline(c["persistent_workers"]), Inline(c["format"]),
+                     factors.empty() ? "(base)" : factors, Inline(m["predicted_from"]), Inline(m["train_reps"]),
+                     Inline(m["pipeline_reps"]));
   }
 
   o += "\n## Manifest\n\n";
   const auto& mf = v["manifest"];
-  for (const char* key : {"commit", "dirty", "versions", "hardware", "storage", "data", "accelerator", "runs_started_utc"}) {
+  for (const char* key :
+       {"commit", "dirty", "versions", "hardware", "storage", "data", "accelerator", "runs_started_utc"}) {
     if (mf.contains(key)) o += fmt::format("- **{}**: `{}`\n", key, Inline(mf[key]));
   }
   for (const auto& [key, value] : v["environment"].items()) o += fmt::format("- **{}**: `{}`\n", key, Inline(value));
@@ -136,14 +145,17 @@ std::string RenderMarkdownReport(const nlohmann::json& v) {
 
   o += "\n## Predicted vs measured (summary)\n\n";
   o += RenderSuiteTable(v);
-  o += "\nError = (predicted − measured median) / measured median; fractions in percentage points. ✓: the prediction lies "
+  o += "\nError = (predicted − measured median) / measured median; fractions in percentage points. ✓: the prediction "
+       "lies "
        "inside the measured 95% interval.\n";
 
   o += "\n## Results per case (all metrics)\n\n";
   for (const auto& r : v["results"]) {
     o += fmt::format("### {}\n\n", r["case"].get<std::string>());
-    if (r.contains("prediction_error")) o += fmt::format("Not predicted: {}\n\n", r["prediction_error"].get<std::string>());
-    o += "| metric | predicted | measured median | 95% CI | cv | n | error | inside CI |\n|---|---|---|---|---|---|---|---|\n";
+    if (r.contains("prediction_error"))
+      o += fmt::format("Not predicted: {}\n\n", r["prediction_error"].get<std::string>());
+    o += "| metric | predicted | measured median | 95% CI | cv | n | error | inside CI "
+         "|\n|---|---|---|---|---|---|---|---|\n";
     for (const auto& metric : MetricNames()) {
       const auto& m = r["metrics"][metric];
       std::string meas = "–", ci = "–", cv = "–", count = "0";
@@ -154,8 +166,8 @@ std::string RenderMarkdownReport(const nlohmann::json& v) {
         count = Inline(m["measured"]["n"]);
       }
       o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", MetricLabel(metric),
-                       m.contains("predicted") ? Fmt(metric, Num(m["predicted"])) : "–", meas, ci, cv, count, ErrorText(m),
-                       m.contains("inside_ci") ? (m["inside_ci"].get<bool>() ? "yes" : "no") : "–");
+                       m.contains("predicted") ? Fmt(metric, Num(m["predicted"])) : "–", meas, ci, cv, count,
+                       ErrorText(m), m.contains("inside_ci") ? (m["inside_ci"].get<bool>() ? "yes" : "no") : "–");
     }
     if (r.contains("host_mem_used_peak_bytes_median")) {
       o += fmt::format("\nHost-wide memory in use (peak, includes other tenants; not compared): {:.0f} MiB.",
@@ -176,7 +188,8 @@ std::string RenderMarkdownReport(const nlohmann::json& v) {
     o += "\n";
   }
 
-  o += "## Rankings\n\n| group | metric | cases | predicted best | measured best | same best | Kendall tau-b |\n|---|---|---|---|---|---|---|\n";
+  o += "## Rankings\n\n| group | metric | cases | predicted best | measured best | same best | Kendall tau-b "
+       "|\n|---|---|---|---|---|---|---|\n";
   for (const auto& r : v["rankings"]) {
     std::string cases;
     for (const auto& c : r["cases"]) cases += (cases.empty() ? "" : ", ") + c.get<std::string>();
@@ -185,18 +198,21 @@ std::string RenderMarkdownReport(const nlohmann::json& v) {
                      Num(r["kendall_tau_b"]));
   }
 
-  o += "\n## Correctness (same samples)\n\n| kind | A | B | compared | mismatched | pass | detail |\n|---|---|---|---|---|---|---|\n";
+  o += "\n## Correctness (same samples)\n\n| kind | A | B | compared | mismatched | pass | detail "
+       "|\n|---|---|---|---|---|---|---|\n";
   for (const auto& c : v["correctness"]["checks"]) {
     o += fmt::format("| {} | {} | {} | {} | {} | {} | {}{} |\n", Inline(c["kind"]), Inline(c["a"]), Inline(c["b"]),
-                     Inline(c["compared"]), Inline(c["mismatched"]), c["pass"].get<bool>() ? "yes" : "**NO**", Inline(c["detail"]),
-                     c.contains("rule") ? " — " + c["rule"].get<std::string>() : "");
+                     Inline(c["compared"]), Inline(c["mismatched"]), c["pass"].get<bool>() ? "yes" : "**NO**",
+                     Inline(c["detail"]), c.contains("rule") ? " — " + c["rule"].get<std::string>() : "");
   }
 
   o += "\n## Observed bottlenecks (measured)\n\n";
-  for (const auto& b : v["observed_bottlenecks"]) o += fmt::format("- **{}**: {}\n", Inline(b["case"]), Inline(b["verdict"]));
+  for (const auto& b : v["observed_bottlenecks"])
+    o += fmt::format("- **{}**: {}\n", Inline(b["case"]), Inline(b["verdict"]));
   o += "\n## Hypotheses (the simulator's explanation, not measured)\n\n";
   for (const auto& h : v["hypotheses"]) {
-    o += fmt::format("- **{}**: `{}` — {} ({})\n", Inline(h["case"]), Inline(h["stage"]), Inline(h["evidence"]), Inline(h["source"]));
+    o += fmt::format("- **{}**: `{}` — {} ({})\n", Inline(h["case"]), Inline(h["stage"]), Inline(h["evidence"]),
+                     Inline(h["source"]));
   }
 
   o += "\n## A/B decisions: deployment and rollback checks\n\n";
@@ -205,13 +221,16 @@ std::string RenderMarkdownReport(const nlohmann::json& v) {
     o += fmt::format("Measured train-throughput gain {:+.1f}% (95% CI {:+.1f}% to {:+.1f}%, {} interleaved pairs)",
                      Num(c["measured_train_gain_pct"]), Num(c["measured_train_gain_ci_pct"][0]),
                      Num(c["measured_train_gain_ci_pct"][1]), Inline(c["pairs"]));
-    if (c.contains("predicted_train_gain_pct")) o += fmt::format("; predicted {:+.1f}%", Num(c["predicted_train_gain_pct"]));
+    if (c.contains("predicted_train_gain_pct"))
+      o += fmt::format("; predicted {:+.1f}%", Num(c["predicted_train_gain_pct"]));
     o += fmt::format(". **Decision: {}.**\n\n", Inline(c["decision"]));
     for (const auto& k : c["adopt_checks"]) {
-      o += fmt::format("- adopt if: {} — {} ({})\n", Inline(k["check"]), k["pass"].get<bool>() ? "met" : "not met", Inline(k["value"]));
+      o += fmt::format("- adopt if: {} — {} ({})\n", Inline(k["check"]), k["pass"].get<bool>() ? "met" : "not met",
+                       Inline(k["value"]));
     }
     for (const auto& k : c["rollback_checks"]) {
-      o += fmt::format("- rollback if: {} — {}\n", Inline(k["check"]), k["triggered"].get<bool>() ? "TRIGGERED" : "not triggered");
+      o += fmt::format("- rollback if: {} — {}\n", Inline(k["check"]),
+                       k["triggered"].get<bool>() ? "TRIGGERED" : "not triggered");
     }
     o += "\n";
   }

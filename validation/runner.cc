@@ -28,9 +28,11 @@ std::vector<PlannedRun> PlanRuns(const ExperimentSpec& spec) {
     }
   }
   for (int r = 0; r < spec.repetitions; ++r) {
-    for (const auto& c : spec.cases) plan.push_back({fmt::format("{}.train.r{}", c.name, r), c.name, "train", r, false});
+    for (const auto& c : spec.cases)
+      plan.push_back({fmt::format("{}.train.r{}", c.name, r), c.name, "train", r, false});
     if (spec.pipeline_only_runs) {
-      for (const auto& c : spec.cases) plan.push_back({fmt::format("{}.pipeline.r{}", c.name, r), c.name, "pipeline", r, false});
+      for (const auto& c : spec.cases)
+        plan.push_back({fmt::format("{}.pipeline.r{}", c.name, r), c.name, "pipeline", r, false});
     }
   }
   return plan;
@@ -42,20 +44,38 @@ std::vector<std::string> BuildCommand(const ExperimentSpec& spec, const Experime
   const BenchConfig& k = c.config;
   const bool pipeline = run.kind == "pipeline";
   if (spec.run.command.empty()) {
-    std::vector<std::string> argv = {env.python, "-m", "simreplay_capture.bench", "run",
-                                     "--data", env.dataset_dir, "--format", k.format, "--trace", trace_path,
-                                     "--summary-json", summary_path,
-                                     "--workers", std::to_string(k.num_workers),
-                                     "--batch-size", std::to_string(k.batch_size),
-                                     "--prefetch-factor", std::to_string(k.prefetch_factor),
+    std::vector<std::string> argv = {env.python,
+                                     "-m",
+                                     "simreplay_capture.bench",
+                                     "run",
+                                     "--data",
+                                     env.dataset_dir,
+                                     "--format",
+                                     k.format,
+                                     "--trace",
+                                     trace_path,
+                                     "--summary-json",
+                                     summary_path,
+                                     "--workers",
+                                     std::to_string(k.num_workers),
+                                     "--batch-size",
+                                     std::to_string(k.batch_size),
+                                     "--prefetch-factor",
+                                     std::to_string(k.prefetch_factor),
                                      k.pin_memory ? "--pin-memory" : "--no-pin-memory",
                                      k.persistent_workers ? "--persistent-workers" : "--no-persistent-workers",
-                                     "--steps", std::to_string(spec.run.steps),
-                                     "--warmup-steps", std::to_string(spec.run.warmup_steps),
-                                     "--seed", std::to_string(spec.run.seed),
-                                     "--step-time-s", fmt::format("{}", spec.run.step_time_s),
-                                     "--image-size", std::to_string(spec.run.image_size),
-                                     "--frames", std::to_string(spec.run.frames),
+                                     "--steps",
+                                     std::to_string(spec.run.steps),
+                                     "--warmup-steps",
+                                     std::to_string(spec.run.warmup_steps),
+                                     "--seed",
+                                     std::to_string(spec.run.seed),
+                                     "--step-time-s",
+                                     fmt::format("{}", spec.run.step_time_s),
+                                     "--image-size",
+                                     std::to_string(spec.run.image_size),
+                                     "--frames",
+                                     std::to_string(spec.run.frames),
                                      "--emulate"};
     if (pipeline) argv.push_back("--pipeline-only");
     return argv;
@@ -211,7 +231,8 @@ std::string FindCapturePath() {
   std::filesystem::path dir = std::filesystem::path(SelfExecutable()).parent_path();
   for (int i = 0; i < 6 && !dir.empty(); ++i) {
     std::error_code ec;
-    if (std::filesystem::exists(dir / "capture" / "simreplay_capture" / "__init__.py", ec)) return (dir / "capture").string();
+    if (std::filesystem::exists(dir / "capture" / "simreplay_capture" / "__init__.py", ec))
+      return (dir / "capture").string();
     if (dir == dir.parent_path()) break;
     dir = dir.parent_path();
   }

@@ -16,10 +16,10 @@
 namespace simreplay::validation {
 
 struct PlannedRun {
-  std::string id;         // "<case>.<kind>.r<rep>" or "<case>.warmup<k>"
+  std::string id;  // "<case>.<kind>.r<rep>" or "<case>.warmup<k>"
   std::string case_name;
-  std::string kind;       // "train" or "pipeline"
-  int rep = -1;           // -1: warm-up run (discarded)
+  std::string kind;  // "train" or "pipeline"
+  int rep = -1;      // -1: warm-up run (discarded)
   bool discarded = false;
 };
 

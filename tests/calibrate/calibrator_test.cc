@@ -35,7 +35,7 @@ struct Known {
   int cores = 4;
   int batch_size = 4;
   int batches = 40;
-  double cpu_share = 0.5;           // cpu_ns = share x (read + decode + augment)
+  double cpu_share = 0.5;  // cpu_ns = share x (read + decode + augment)
   double decode_s_per_pixel = 40e-9;
   double augment_s = 0.002;
   double read_latency_s = 50e-6;
@@ -50,8 +50,12 @@ std::string WriteSynthetic(const TempDir& dir, const Known& k, const std::string
   replay::TraceHeader header;
   header.manifest = {{"source", "synthetic"},
                      {"hardware", {{"cores", k.cores}, {"ram_bytes", int64_t{16} << 30}}},
-                     {"loader", {{"num_workers", k.workers}, {"batch_size", k.batch_size}, {"prefetch_factor", 2},
-                                 {"pin_memory", false}, {"persistent_workers", false}}},
+                     {"loader",
+                      {{"num_workers", k.workers},
+                       {"batch_size", k.batch_size},
+                       {"prefetch_factor", 2},
+                       {"pin_memory", false},
+                       {"persistent_workers", false}}},
                      {"data", {{"files", k.batches * k.batch_size}, {"bytes", 1 << 20}, {"format", "files"}}},
                      {"accelerator", "emulated"}};
   const std::string path = dir.File(name);
@@ -59,10 +63,13 @@ std::string WriteSynthetic(const TempDir& dir, const Known& k, const std::string
   EXPECT_TRUE(writer.ok());
   const int64_t ms = 1'000'000;
   // iter() at 0 takes 5 ms (spawn); the worker's first sample starts at 10 ms (5 ms start-up).
-  EXPECT_TRUE((*writer)->Write(replay::OtherRecord{"event", {{"type", "event"}, {"t_ns", 0}, {"kind", "epoch_start"},
-                                                             {"epoch", 0}, {"iter_ns", 5 * ms}}}).ok());
-  int64_t t = 10 * ms;       // worker clock
-  int64_t loop = 0;          // training loop clock
+  EXPECT_TRUE(
+      (*writer)
+          ->Write(replay::OtherRecord{
+              "event", {{"type", "event"}, {"t_ns", 0}, {"kind", "epoch_start"}, {"epoch", 0}, {"iter_ns", 5 * ms}}})
+          .ok());
+  int64_t t = 10 * ms;  // worker clock
+  int64_t loop = 0;     // training loop clock
   for (int b = 0; b < k.batches; ++b) {
     const int64_t batch_start = t;
     for (int i = 0; i < k.batch_size; ++i) {
@@ -155,7 +162,8 @@ TEST(Calibrate, RecoversKnownParametersFromSyntheticTrace) {
   EXPECT_EQ(m.trace_path, "syn.jsonl");
   // Decode regression: intrinsic decode = share x 40 ns/pixel, intercept ~0.
   const auto& decode = m.extra["formats"]["media"]["jpeg"]["stages"]["decode"];
-  EXPECT_NEAR(decode["coefficients_s_per_unit"]["pixels"].template get<double>(), k.cpu_share * k.decode_s_per_pixel, 1e-10);
+  EXPECT_NEAR(decode["coefficients_s_per_unit"]["pixels"].template get<double>(), k.cpu_share * k.decode_s_per_pixel,
+              1e-10);
   EXPECT_GT(decode["r2"].template get<double>(), 0.999);
   EXPECT_EQ(m.extra["measured_range"]["num_workers"], nlohmann::json({1, 1}));
   EXPECT_EQ(m.extra["measured_range"]["formats"], nlohmann::json({"files"}));
@@ -172,7 +180,8 @@ TEST(Calibrate, SelfCheckSimulatesTheCapturedConfiguration) {
   auto r = CalibrateTraces({WriteSynthetic(dir, k, "syn.jsonl")}, dir.File("model.json"));
   ASSERT_TRUE(r.ok()) << r.status().message();
   sim::CostCache cache;
-  auto check = SelfCheck(*r, dir.File(""), [&](const scenarios::Scenario& s) { return sim::SimulateScenario(s, "", &cache); });
+  auto check =
+      SelfCheck(*r, dir.File(""), [&](const scenarios::Scenario& s) { return sim::SimulateScenario(s, "", &cache); });
   ASSERT_TRUE(check.ok()) << check.status().message();
   ASSERT_EQ((*check)["checked"], 1);
   const auto& row = (*check)["runs"][0];
@@ -195,7 +204,8 @@ TEST(Calibrate, EmptyFileIsAnErrorNamingTheFile) {
 TEST(Calibrate, HeaderOnlyTraceHasNothingToCalibrate) {
   TempDir dir;
   const std::string path = dir.File("h.jsonl");
-  std::ofstream(path) << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})" << "\n";
+  std::ofstream(path) << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})"
+                      << "\n";
   auto r = CalibrateTraces({path}, dir.File("m.json"));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("nothing to calibrate"), std::string::npos) << r.status().message();
@@ -205,7 +215,8 @@ TEST(Calibrate, AllZeroTraceIsAnError) {
   TempDir dir;
   const std::string path = dir.File("z.jsonl");
   std::ofstream f(path);
-  f << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})" << "\n";
+  f << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})"
+    << "\n";
   for (int i = 0; i < 5; ++i) {
     f << R"({"type":"sample","rank":0,"epoch":0,"index":)" << i
       << R"(,"batch":0,"worker":0,"t_start_ns":0,"read_ns":0,"decode_ns":0,"augment_ns":0,"read_bytes":0,"out_bytes":0,"format":"jpeg","width":0,"height":0,"frames":0})"
@@ -220,9 +231,11 @@ TEST(Calibrate, AllZeroTraceIsAnError) {
 TEST(Calibrate, NaNIsRejectedWithFileAndLine) {
   TempDir dir;
   const std::string path = dir.File("nan.jsonl");
-  std::ofstream(path) << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})" << "\n"
-                      << R"({"type":"step","rank":0,"step":0,"t_start_ns":0,"compute_ns":NaN,"comm_ns":0,"step_ns":5,"micro_batches":1})"
-                      << "\n";
+  std::ofstream(path)
+      << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})"
+      << "\n"
+      << R"({"type":"step","rank":0,"step":0,"t_start_ns":0,"compute_ns":NaN,"comm_ns":0,"step_ns":5,"micro_batches":1})"
+      << "\n";
   auto r = CalibrateTraces({path}, dir.File("m.json"));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find(path + ":2"), std::string::npos) << r.status().message();
@@ -232,7 +245,8 @@ TEST(Calibrate, ContradictoryWorkerIdIsAnErrorWithLine) {
   TempDir dir;
   const std::string path = dir.File("c.jsonl");
   std::ofstream(path)
-      << R"({"type":"header","schema":"simreplay.trace/1","manifest":{"loader":{"num_workers":2,"batch_size":4}}})" << "\n"
+      << R"({"type":"header","schema":"simreplay.trace/1","manifest":{"loader":{"num_workers":2,"batch_size":4}}})"
+      << "\n"
       << R"({"type":"sample","rank":0,"epoch":0,"index":1,"batch":0,"worker":5,"t_start_ns":0,"read_ns":10,"decode_ns":1000,"augment_ns":0,"read_bytes":10,"out_bytes":10,"format":"jpeg","width":1,"height":1,"frames":1})"
       << "\n";
   auto r = CalibrateTraces({path}, dir.File("m.json"));
@@ -244,7 +258,8 @@ TEST(Calibrate, CpuTimeAboveWallTimeIsContradictory) {
   TempDir dir;
   const std::string path = dir.File("c.jsonl");
   std::ofstream(path)
-      << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})" << "\n"
+      << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})"
+      << "\n"
       << R"({"type":"sample","rank":0,"epoch":0,"index":1,"batch":0,"worker":0,"t_start_ns":0,"read_ns":0,"decode_ns":1000000,"augment_ns":0,"read_bytes":10,"out_bytes":10,"format":"jpeg","width":1,"height":1,"frames":1,"cpu_ns":90000000})"
       << "\n";
   auto r = CalibrateTraces({path}, dir.File("m.json"));

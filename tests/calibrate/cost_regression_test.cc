@@ -51,8 +51,8 @@ TEST(FitHuber, DropsConstantAndNegativeSlopeFeatures) {
   Eigen::MatrixXd x(40, 2);
   Eigen::VectorXd y(40);
   for (int i = 0; i < 40; ++i) {
-    x(i, 0) = 7;          // constant: absorbed by the intercept
-    x(i, 1) = i;          // cost decreases with it: slope would be negative
+    x(i, 0) = 7;  // constant: absorbed by the intercept
+    x(i, 1) = i;  // cost decreases with it: slope would be negative
     y[i] = 0.01 - 1e-5 * i;
   }
   auto fit = FitHuber(x, y, {"frames", "bytes"}, "test");

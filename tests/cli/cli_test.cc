@@ -68,7 +68,8 @@ TEST(Cli, QuickstartMatchesGoldenOutput) {
   auto r = RunCli("what-if " + kQuickstart + " --out " + dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   fs::path golden = fs::path(SIMREPLAY_SOURCE_DIR) / "tests/golden/quickstart/results.csv";
-  if (std::getenv("SIMREPLAY_UPDATE_GOLDEN") != nullptr) fs::copy_file(dir / "results.csv", golden, fs::copy_options::overwrite_existing);
+  if (std::getenv("SIMREPLAY_UPDATE_GOLDEN") != nullptr)
+    fs::copy_file(dir / "results.csv", golden, fs::copy_options::overwrite_existing);
   EXPECT_EQ(Slurp(dir / "results.csv"), Slurp(golden));
 }
 
@@ -97,9 +98,11 @@ TEST(Cli, MalformedScenarioFailsCleanly) {
 
 TEST(Cli, BadTraceFailsWithFileAndLineAndNoOutput) {
   fs::path dir = Fresh("bad_trace");
-  std::ofstream(dir / "t.jsonl") << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})" "\n"
-                                 << R"({"type":"sample","rank":0,"epoch":0,"index":0,"batch":0,"worker":0,"t_start_ns":0,"read_ns":1,"decode_ns":-4,"augment_ns":0,"read_bytes":1,"out_bytes":1,"format":"jpeg","width":1,"height":1,"frames":1})"
-                                 << "\n";
+  std::ofstream(dir / "t.jsonl")
+      << R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})"
+         "\n"
+      << R"({"type":"sample","rank":0,"epoch":0,"index":0,"batch":0,"worker":0,"t_start_ns":0,"read_ns":1,"decode_ns":-4,"augment_ns":0,"read_bytes":1,"out_bytes":1,"format":"jpeg","width":1,"height":1,"frames":1})"
+      << "\n";
   std::ofstream(dir / "s.json") << R"({"trace":"t.jsonl","train":{"steps":3}})";
   auto r = RunCli("simulate " + (dir / "s.json").string() + " --out " + (dir / "out").string());
   EXPECT_EQ(r.exit_code, 3);

@@ -23,11 +23,14 @@ TEST(ModelParams, ReadsBareNumbersAndProvenanceObjects) {
 TEST(ModelParams, RejectsWrongSchemaAndBadValues) {
   auto wrong = ParseModel(nlohmann::json::parse(R"({"schema":"simreplay.model/0"})"), "m.json");
   EXPECT_NE(wrong.status().message().find("m.json: wrong schema version"), std::string::npos);
-  auto zero = ParseModel(nlohmann::json::parse(R"({"schema":"simreplay.model/1","cpu":{"pin_bytes_per_s":0}})"), "m.json");
-  EXPECT_NE(zero.status().message().find("cpu.pin_bytes_per_s must be > 0"), std::string::npos) << zero.status().message();
+  auto zero =
+      ParseModel(nlohmann::json::parse(R"({"schema":"simreplay.model/1","cpu":{"pin_bytes_per_s":0}})"), "m.json");
+  EXPECT_NE(zero.status().message().find("cpu.pin_bytes_per_s must be > 0"), std::string::npos)
+      << zero.status().message();
   auto neg = ParseModel(nlohmann::json::parse(R"({"schema":"simreplay.model/1","gpu":{"step_time_s":-1}})"), "m.json");
   EXPECT_NE(neg.status().message().find("'step_time_s' must be >= 0"), std::string::npos) << neg.status().message();
-  auto mode = ParseModel(nlohmann::json::parse(R"({"schema":"simreplay.model/1","storage":{"mode":"fast"}})"), "m.json");
+  auto mode =
+      ParseModel(nlohmann::json::parse(R"({"schema":"simreplay.model/1","storage":{"mode":"fast"}})"), "m.json");
   EXPECT_NE(mode.status().message().find("mode must be"), std::string::npos);
 }
 

@@ -147,7 +147,8 @@ TEST(KinetoImporter, ResNet50StepsAndWaitsMatchTheRawEvents) {
     if (e.value("ph", "") != "X") continue;
     std::string name = e.value("name", "");
     if (IsCpuCategory(e) && name.rfind("ProfilerStep#", 0) == 0) raw_steps[std::stoll(name.substr(13))] = e;
-    if (IsCpuCategory(e) && name.find("DataLoader") != std::string::npos && name.find("__next__") != std::string::npos) {
+    if (IsCpuCategory(e) && name.find("DataLoader") != std::string::npos &&
+        name.find("__next__") != std::string::npos) {
       raw_next.push_back(e);
     }
     if (name.rfind("Memcpy HtoD", 0) == 0) raw_h2d.push_back(e);
@@ -323,7 +324,7 @@ TEST(KinetoImporter, BothRealImportsReadBackWithTraceReader) {
 // Step 1: compute = 9.75 us; NCCL = [200,210] = 10 us, no overlap; all kernels = 19.75 us.
 // The earliest complete event is the kernel at 90 us, so time 0 = 90 us.
 struct Names {
-  const char* cpu;        // ProfilerStep, DataLoader, aten ops
+  const char* cpu;  // ProfilerStep, DataLoader, aten ops
   const char* kernel;
   const char* memcpy;
   const char* runtime;
@@ -332,7 +333,8 @@ const Names kNames2022 = {"user_annotation", "kernel", "gpu_memcpy", "cuda_runti
 const Names kNames2021 = {"Operator", "Kernel", "Memcpy", "Runtime"};
 
 json X(const std::string& cat, const std::string& name, double ts_us, double dur_us, json args = json::object()) {
-  return {{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 1}, {"tid", 1}, {"ts", ts_us}, {"dur", dur_us}, {"args", args}};
+  return {{"ph", "X"}, {"cat", cat},  {"name", name},  {"pid", 1},
+          {"tid", 1},  {"ts", ts_us}, {"dur", dur_us}, {"args", args}};
 }
 
 json HandBuiltTrace(const Names& n, bool with_shapes = true) {
@@ -341,18 +343,21 @@ json HandBuiltTrace(const Names& n, bool with_shapes = true) {
   events.push_back(X(n.cpu, "ProfilerStep#0", 100, 100));
   events.push_back(X(n.cpu, "ProfilerStep#1", 200, 100));
   events.push_back(X("gpu_user_annotation", "ProfilerStep#0", 100, 200));  // GPU-side copy: ignored
-  events.push_back(X(n.runtime, "cudaLaunchKernel", 100, 200));           // not a kernel
+  events.push_back(X(n.runtime, "cudaLaunchKernel", 100, 200));            // not a kernel
   events.push_back(X(n.kernel, "void gemm_kernel<float>(...)", 90, 20));
   events.push_back(X(n.kernel, "void relu_kernel(...)", 105, 15));
   events.push_back(X(n.kernel, "void add_kernel(...)", 150, 10));
   events.push_back(X(n.kernel, "void late_kernel(...)", 250.5, 9.75));
-  events.push_back(X(n.kernel, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 115, 15));
+  events.push_back(
+      X(n.kernel, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 115, 15));
   events.push_back(X(n.kernel, "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)", 155, 15));
-  events.push_back(X(n.kernel, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 195, 15));
+  events.push_back(
+      X(n.kernel, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 195, 15));
   events.push_back(X(n.cpu, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 101, 10));
   events.push_back(X(n.cpu, "aten::pin_memory", 102, 4));
   events.push_back(X(n.cpu, "aten::_pin_memory", 103, 2));  // nested in pin_memory: not counted twice
-  events.push_back(X(n.memcpy, "Memcpy HtoD (Pinned -> Device)", 112, 2, {{"bytes", 4096}, {"memory bandwidth (GB/s)", 2.048}}));
+  events.push_back(
+      X(n.memcpy, "Memcpy HtoD (Pinned -> Device)", 112, 2, {{"bytes", 4096}, {"memory bandwidth (GB/s)", 2.048}}));
   // No "bytes": 10 GB/s x 2000 ns = 20000 bytes.
   events.push_back(X(n.memcpy, "Memcpy HtoD (Pageable -> Device)", 140, 2, {{"memory bandwidth (GB/s)", 10.0}}));
   events.push_back(X(n.memcpy, "Memcpy DtoH (Device -> Pageable)", 150, 1, {{"bytes", 999}}));  // not H2D
@@ -415,7 +420,9 @@ TEST_P(KinetoImporterHandBuilt, KernelUnionAndExposedCommAreExact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CategoryGenerations, KinetoImporterHandBuilt, ::testing::Values(kNames2022, kNames2021),
-                         [](const auto& info) { return std::string(info.param.kernel) == "kernel" ? "Names2022" : "Names2021"; });
+                         [](const auto& info) {
+                           return std::string(info.param.kernel) == "kernel" ? "Names2022" : "Names2021";
+                         });
 
 TEST(KinetoImporter, ReadsGzipAndTakesRanksFromFileOrder) {
   std::string dir = MakeTempDir();
@@ -510,8 +517,7 @@ TEST_P(KinetoImporterBadInput, ErrorNamesTheFile) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, KinetoImporterBadInput,
     ::testing::Values(
-        BadInput{"NotJson", "this is not JSON {", "not a JSON document"},
-        BadInput{"Empty", "", "not a JSON document"},
+        BadInput{"NotJson", "this is not JSON {", "not a JSON document"}, BadInput{"Empty", "", "not a JSON document"},
         BadInput{"MissingTraceEvents", R"({"schemaVersion": 1})", "no \"traceEvents\" array"},
         BadInput{"TopLevelArray", R"([{"ph":"X","name":"ProfilerStep#1","ts":1,"dur":1}])", "no \"traceEvents\" array"},
         BadInput{"NoProfilerStep", R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1}]})",
@@ -536,8 +542,8 @@ TEST(KinetoImporter, MissingFileIsAnError) {
 // The verb: exit code 3 and one stderr line for a bad input; 0 and a readable trace otherwise.
 
 int RunCli(const std::string& args, const std::string& stderr_path) {
-  std::string command = std::string("'") + SIMREPLAY_BINARY + "' import kineto " + args + " > /dev/null 2> '" +
-                        stderr_path + "'";
+  std::string command =
+      std::string("'") + SIMREPLAY_BINARY + "' import kineto " + args + " > /dev/null 2> '" + stderr_path + "'";
   int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -560,8 +566,8 @@ TEST(KinetoImportCli, ImportsAndUsageErrors) {
   EXPECT_EQ(RunCli("'" + good + "' --out '" + dir + "/out.jsonl.gz' --batch-size 8", dir + "/err.txt"), 0)
       << ReadText(dir + "/err.txt");
   EXPECT_TRUE(TraceReader::Open(dir + "/out.jsonl.gz").ok());
-  EXPECT_EQ(RunCli("'" + good + "'", dir + "/err.txt"), 2);                                        // no --out
-  EXPECT_EQ(RunCli("'" + good + "' --out x.jsonl --batch-size 0", dir + "/err.txt"), 2);          // not positive
+  EXPECT_EQ(RunCli("'" + good + "'", dir + "/err.txt"), 2);                               // no --out
+  EXPECT_EQ(RunCli("'" + good + "' --out x.jsonl --batch-size 0", dir + "/err.txt"), 2);  // not positive
 }
 
 }  // namespace

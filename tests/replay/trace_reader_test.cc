@@ -58,7 +58,8 @@ TEST(TraceReader, ReadsSampleFields) {
 }
 
 TEST(TraceReader, RejectsWrongSchemaVersion) {
-  auto path = WriteText("v2.jsonl", R"({"type":"header","schema":"simreplay.trace/2","manifest":{}})" "\n");
+  auto path = WriteText("v2.jsonl", R"({"type":"header","schema":"simreplay.trace/2","manifest":{}})"
+                                    "\n");
   int n = 0;
   std::string err = ReadAll(path, &n);
   EXPECT_NE(err.find("v2.jsonl:1: wrong schema version"), std::string::npos) << err;
@@ -122,7 +123,11 @@ TEST(TraceReader, AcceptsTruncatedFinalLineWithWarning) {
 }
 
 TEST(TraceReader, SkipsUnknownTypesWithOneWarning) {
-  std::string text = std::string(kHeader) + "\n" + R"({"type":"future","x":1})" "\n" R"({"type":"future","x":2})" "\n" +
+  std::string text = std::string(kHeader) + "\n" +
+                     R"({"type":"future","x":1})"
+                     "\n"
+                     R"({"type":"future","x":2})"
+                     "\n" +
                      kSample + "\n";
   int n = 0;
   std::vector<std::string> warnings;
@@ -206,8 +211,10 @@ TEST(TraceReader, ReadsPrefixOfCutGzipStream) {
 
 TEST(SampleCosts, KinetoStyleTraceSpreadsBatchLoad) {
   // No sample records: each batch's load (wait + collate) is spread evenly over its samples.
-  std::string text = std::string(kHeader) + "\n" +
-                     R"({"type":"batch","rank":0,"epoch":0,"batch":0,"worker":-1,"size":4,"collate_ns":0,"t_ready_ns":0,"wait_ns":400,"pin_ns":0,"h2d_ns":0,"h2d_bytes":0})" "\n";
+  std::string text =
+      std::string(kHeader) + "\n" +
+      R"({"type":"batch","rank":0,"epoch":0,"batch":0,"worker":-1,"size":4,"collate_ns":0,"t_ready_ns":0,"wait_ns":400,"pin_ns":0,"h2d_ns":0,"h2d_bytes":0})"
+      "\n";
   auto costs = LoadSampleCosts({WriteText("kin.jsonl", text)});
   ASSERT_TRUE(costs.ok()) << costs.status().message();
   ASSERT_EQ(costs->samples.size(), 4u);

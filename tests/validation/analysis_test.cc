@@ -48,8 +48,9 @@ AnalysisInput Input(const ExperimentSpec* spec) {
       in.runs.push_back(r);
       RunMetrics m;
       double tp = c == "A" ? a_tp[rep] : 2 * a_tp[rep];
-      m.values = {{kTrainThroughput, tp}, {kGpuIdle, c == "A" ? 0.5 : 0.3}, {kWaitMean, 0.01}, {kWaitP95, 0.02},
-                  {kFirstBatch, 0.2}, {kPeakMemory, 5e8}};
+      m.values = {{kTrainThroughput, tp}, {kGpuIdle, c == "A" ? 0.5 : 0.3},
+                  {kWaitMean, 0.01},      {kWaitP95, 0.02},
+                  {kFirstBatch, 0.2},     {kPeakMemory, 5e8}};
       m.cpu_s_per_sample = 0.005;
       in.metrics[r.plan.id] = m;
       // Same sample order in A and B (worker count must not change it), different augmentation hashes.
@@ -122,7 +123,8 @@ TEST(Analysis, PairedGainRankingAndDecision) {
 TEST(Analysis, ThresholdsPassAndFailAsStated) {
   ExperimentSpec ok_spec = AbSpec(R"({"median_train_throughput_error_pct": 10, "max_gpu_idle_error_pp": 10})");
   nlohmann::json ok = Analyze(Input(&ok_spec));
-  EXPECT_DOUBLE_EQ(ok["thresholds"]["median_abs_train_throughput_error_pct"]["value"].get<double>(), 7.5);  // |-10|, |5|
+  EXPECT_DOUBLE_EQ(ok["thresholds"]["median_abs_train_throughput_error_pct"]["value"].get<double>(),
+                   7.5);  // |-10|, |5|
   EXPECT_NEAR(ok["thresholds"]["max_abs_gpu_idle_error_pp"]["value"].get<double>(), 5, 1e-9);
   EXPECT_TRUE(ok["thresholds"]["pass"].get<bool>());
   EXPECT_FALSE(ChecksFailed(ok));
@@ -156,7 +158,8 @@ TEST(Analysis, ReportIsAFunctionOfTheMeasurements) {
   EXPECT_NE(md.find("## Observed bottlenecks (measured)"), std::string::npos);
   EXPECT_NE(md.find("## Hypotheses"), std::string::npos);
   EXPECT_NE(md.find("rollback if:"), std::string::npos);
-  EXPECT_NE(RenderSuiteTable(a).find("| A | num_workers=1 | B | 90.0 | 100.0 (90.0–110.0) | -10.0% ✓"), std::string::npos)
+  EXPECT_NE(RenderSuiteTable(a).find("| A | num_workers=1 | B | 90.0 | 100.0 (90.0–110.0) | -10.0% ✓"),
+            std::string::npos)
       << RenderSuiteTable(a);
 }
 
@@ -192,21 +195,24 @@ TEST(Measurement, TraceFactsKeepDeliveredSamplesOnly) {
   fs::create_directories(dir);
   fs::path path = dir / "t.jsonl";
   auto sample = [](int batch, int index, int t, const char* hash) {
-    return "{\"type\":\"sample\",\"rank\":0,\"epoch\":0,\"index\":" + std::to_string(index) + ",\"batch\":" +
-           std::to_string(batch) + ",\"worker\":0,\"t_start_ns\":" + std::to_string(t) +
-           ",\"read_ns\":1,\"decode_ns\":1,\"augment_ns\":1,\"read_bytes\":1,\"out_bytes\":1,\"format\":\"jpeg\",\"width\":1,"
-           "\"height\":1,\"frames\":1,\"hash\":\"" + hash + "\"}\n";
+    return "{\"type\":\"sample\",\"rank\":0,\"epoch\":0,\"index\":" + std::to_string(index) +
+           ",\"batch\":" + std::to_string(batch) + ",\"worker\":0,\"t_start_ns\":" + std::to_string(t) +
+           ",\"read_ns\":1,\"decode_ns\":1,\"augment_ns\":1,\"read_bytes\":1,\"out_bytes\":1,\"format\":\"jpeg\","
+           "\"width\":1,"
+           "\"height\":1,\"frames\":1,\"hash\":\"" +
+           hash + "\"}\n";
   };
-  std::ofstream(path) << "{\"type\":\"header\",\"schema\":\"simreplay.trace/1\",\"manifest\":{\"hardware\":{\"cores\":2}}}\n"
-                      << sample(0, 5, 20, "b") << sample(0, 7, 10, "a") << sample(1, 9, 30, "c")  // batch 1 never delivered
-                      << "{\"type\":\"batch\",\"rank\":0,\"epoch\":0,\"batch\":0,\"worker\":0,\"size\":2,\"collate_ns\":1,"
-                         "\"t_ready_ns\":1,\"wait_ns\":1,\"pin_ns\":0,\"h2d_ns\":0,\"h2d_bytes\":0}\n"
-                      << "{\"type\":\"worker\",\"rank\":0,\"worker\":-1,\"pid\":1,\"t_ns\":100,\"rss_bytes\":300,\"pss_bytes\":200,"
-                         "\"cpu_ns\":0,\"io_read_bytes\":0}\n"
-                      << "{\"type\":\"worker\",\"rank\":0,\"worker\":0,\"pid\":2,\"t_ns\":100,\"rss_bytes\":90,\"pss_bytes\":50,"
-                         "\"cpu_ns\":0,\"io_read_bytes\":0}\n"
-                      << "{\"type\":\"worker\",\"rank\":0,\"worker\":-1,\"pid\":1,\"t_ns\":600,\"rss_bytes\":320,\"pss_bytes\":200,"
-                         "\"cpu_ns\":0,\"io_read_bytes\":0}\n";
+  std::ofstream(path)
+      << "{\"type\":\"header\",\"schema\":\"simreplay.trace/1\",\"manifest\":{\"hardware\":{\"cores\":2}}}\n"
+      << sample(0, 5, 20, "b") << sample(0, 7, 10, "a") << sample(1, 9, 30, "c")  // batch 1 never delivered
+      << "{\"type\":\"batch\",\"rank\":0,\"epoch\":0,\"batch\":0,\"worker\":0,\"size\":2,\"collate_ns\":1,"
+         "\"t_ready_ns\":1,\"wait_ns\":1,\"pin_ns\":0,\"h2d_ns\":0,\"h2d_bytes\":0}\n"
+      << "{\"type\":\"worker\",\"rank\":0,\"worker\":-1,\"pid\":1,\"t_ns\":100,\"rss_bytes\":300,\"pss_bytes\":200,"
+         "\"cpu_ns\":0,\"io_read_bytes\":0}\n"
+      << "{\"type\":\"worker\",\"rank\":0,\"worker\":0,\"pid\":2,\"t_ns\":100,\"rss_bytes\":90,\"pss_bytes\":50,"
+         "\"cpu_ns\":0,\"io_read_bytes\":0}\n"
+      << "{\"type\":\"worker\",\"rank\":0,\"worker\":-1,\"pid\":1,\"t_ns\":600,\"rss_bytes\":320,\"pss_bytes\":200,"
+         "\"cpu_ns\":0,\"io_read_bytes\":0}\n";
   auto facts = ReadTraceFacts(path.string());
   ASSERT_TRUE(facts.ok()) << facts.status().message();
   ASSERT_EQ(facts->order_by_epoch.size(), 1u);

@@ -42,7 +42,8 @@ TEST(ExperimentSpec, ParsesSuiteWithDefaults) {
 
 TEST(ExperimentSpec, AbCasesArePredictedFromEachOther) {
   auto spec = ParseExperimentSpec(R"({"schema": "simreplay.experiment/1", "mode": "ab",
-    "cases": [{"name": "A"}, {"name": "B", "set": {"pin_memory": true}}]})", "ab.json");
+    "cases": [{"name": "A"}, {"name": "B", "set": {"pin_memory": true}}]})",
+                                  "ab.json");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   EXPECT_EQ(spec->calibrate_from, "A");
   EXPECT_EQ(spec->calibrate_alternate, "B");
@@ -72,32 +73,44 @@ TEST(ExperimentSpec, WrongSchemaIsRejected) {
 }
 
 TEST(ExperimentSpec, SuiteCaseVaryingTwoFactorsNamesItsLine) {
-  ExpectError("{\"schema\": \"simreplay.experiment/1\",\n\"cases\": [{\"name\": \"a\"},\n"
-              "  {\"name\": \"b\",\n   \"set\": {\"num_workers\": 4, \"batch_size\": 3}}]}",
-              "spec.json:4: case \"b\" differs from 'base' in 2 factors (num_workers, batch_size)");
+  ExpectError(
+      "{\"schema\": \"simreplay.experiment/1\",\n\"cases\": [{\"name\": \"a\"},\n"
+      "  {\"name\": \"b\",\n   \"set\": {\"num_workers\": 4, \"batch_size\": 3}}]}",
+      "spec.json:4: case \"b\" differs from 'base' in 2 factors (num_workers, batch_size)");
 }
 
 TEST(ExperimentSpec, AbCasesMustDifferInExactlyOneFactor) {
-  ExpectError("{\"schema\": \"simreplay.experiment/1\", \"mode\": \"ab\",\n\"cases\": [{\"name\": \"a\"},\n{\"name\": \"b\"}]}",
-              "spec.json:3: A and B must differ in exactly one factor, they differ in 0");
+  ExpectError(
+      "{\"schema\": \"simreplay.experiment/1\", \"mode\": \"ab\",\n\"cases\": [{\"name\": \"a\"},\n{\"name\": \"b\"}]}",
+      "spec.json:3: A and B must differ in exactly one factor, they differ in 0");
   ExpectError("{\"schema\": \"simreplay.experiment/1\", \"mode\": \"ab\", \"cases\": [{\"name\": \"a\"}]}",
               "needs exactly two cases");
 }
 
 TEST(ExperimentSpec, BadValuesSayWhatWasExpected) {
-  ExpectError("{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\", \"set\": {\"format\": \"zip\"}}, {\"name\": \"b\"}]}",
-              "'format' must be files, tar, lmdb or hdf5, found \"zip\"");
-  ExpectError("{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\", \"set\": {\"num_workers\": -1}}]}",
-              "'num_workers' must be in 0..256, found -1");
+  ExpectError(
+      "{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\", \"set\": {\"format\": \"zip\"}}, "
+      "{\"name\": \"b\"}]}",
+      "'format' must be files, tar, lmdb or hdf5, found \"zip\"");
+  ExpectError(
+      "{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\", \"set\": {\"num_workers\": -1}}]}",
+      "'num_workers' must be in 0..256, found -1");
   ExpectError("{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\", \"set\": {\"pin_memory\": 1}}]}",
               "'pin_memory' must be true or false, found 1");
-  ExpectError("{\"schema\": \"simreplay.experiment/1\", \"run\": {\"steps\": 10, \"warmup_steps\": 10}, \"cases\": [{\"name\": \"a\"}]}",
-              "'warmup_steps' (10) must be smaller than 'steps' (10)");
-  ExpectError("{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\"}, {\"name\": \"a\"}]}", "duplicate case name");
-  ExpectError("{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\"}, {\"name\": \"b\"}],"
-              " \"calibration\": {\"from\": \"c\"}}", "calibration 'from' names no case: \"c\"");
-  ExpectError("{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\"}, {\"name\": \"b\"}],"
-              " \"calibration\": {\"from\": \"a\", \"alternate\": \"a\"}}", "never predicted from itself");
+  ExpectError(
+      "{\"schema\": \"simreplay.experiment/1\", \"run\": {\"steps\": 10, \"warmup_steps\": 10}, \"cases\": [{\"name\": "
+      "\"a\"}]}",
+      "'warmup_steps' (10) must be smaller than 'steps' (10)");
+  ExpectError("{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\"}, {\"name\": \"a\"}]}",
+              "duplicate case name");
+  ExpectError(
+      "{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\"}, {\"name\": \"b\"}],"
+      " \"calibration\": {\"from\": \"c\"}}",
+      "calibration 'from' names no case: \"c\"");
+  ExpectError(
+      "{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\"}, {\"name\": \"b\"}],"
+      " \"calibration\": {\"from\": \"a\", \"alternate\": \"a\"}}",
+      "never predicted from itself");
   ExpectError("{\"schema\": \"simreplay.experiment/1\", \"cases\": []}", "'cases' must be a non-empty array");
 }
 

@@ -101,9 +101,7 @@ TEST(Statistics, KendallTauB) {
   EXPECT_DOUBLE_EQ(KendallTauB({1}, {1}), 0);
 }
 
-TEST(Statistics, ArgMaxTakesFirstOnTies) {
-  EXPECT_EQ(ArgMax({1, 5, 5, 2}), 1u);
-}
+TEST(Statistics, ArgMaxTakesFirstOnTies) { EXPECT_EQ(ArgMax({1, 5, 5, 2}), 1u); }
 
 }  // namespace
 }  // namespace simreplay::validation

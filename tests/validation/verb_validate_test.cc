@@ -30,8 +30,9 @@ TEST(VerbValidate, BadSpecIsExit3WithFileAndLine) {
   fs::path dir = fs::path(::testing::TempDir()) / "validate_bad_spec";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  std::ofstream(dir / "spec.json") << "{\n  \"schema\": \"simreplay.experiment/1\",\n  \"mode\": \"ab\",\n"
-                                      "  \"cases\": [{\"name\": \"A\"},\n             {\"name\": \"B\", \"set\": {\"batch_size\": 0}}]\n}\n";
+  std::ofstream(dir / "spec.json")
+      << "{\n  \"schema\": \"simreplay.experiment/1\",\n  \"mode\": \"ab\",\n"
+         "  \"cases\": [{\"name\": \"A\"},\n             {\"name\": \"B\", \"set\": {\"batch_size\": 0}}]\n}\n";
   auto r = RunCli("validate " + (dir / "spec.json").string() + " --out " + (dir / "out").string());
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("spec.json:5: 'batch_size' must be in 1..65536, found 0"), std::string::npos) << r.output;
