@@ -13,24 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_runner.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int exit_code;
-  std::string output;  // stdout + stderr
-};
-
-Outcome RunCli(const std::string& args) {
-  std::string cmd = std::string(SIMREPLAY_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using simreplay::testing::RunCli;
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -7,24 +7,13 @@
 #include <fstream>
 #include <string>
 
+#include "tests/cli_runner.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int exit_code;
-  std::string output;
-};
-
-Outcome RunCli(const std::string& args) {
-  std::string cmd = std::string(SIMREPLAY_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using simreplay::testing::RunCli;
 
 TEST(VerbValidate, BadSpecIsExit3WithFileAndLine) {
   fs::path dir = fs::path(::testing::TempDir()) / "validate_bad_spec";
