@@ -7,7 +7,8 @@
 // during it) / (its duration x (C - 1)), capped at 1. Per media format, a Huber fit of
 // cpu = a + b x pixels + c x overlap (least squares) gives the slowdown at full overlap c / mean(a + b x pixels);
 // formats are averaged by sample count. Not measured (0, assumed) when fewer than 50 samples carry
-// cpu_ns, the cores are 1, or the overlap hardly varies (std < 0.1: e.g. one worker).
+// cpu_ns, the cores are 1, the overlap hardly varies (std < 0.1: e.g. one worker), or no format's
+// slope is positive and 3 standard errors from zero.
 #pragma once
 
 #include <cstdint>

@@ -105,8 +105,7 @@ TEST(Cli, KinetoImportIsReplayable) {
   // load is known, the per-sample split is not; the step time was measured on a real GPU.
   fs::path dir = Fresh("kineto");
   std::string input = std::string(SIMREPLAY_SOURCE_DIR) +
-                      "/../shared/data/kineto/kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace.json.gz";
-  if (!fs::exists(input)) GTEST_SKIP() << "shared Kineto data not present: " << input;
+                      "/tests/data/kineto/kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace.json.gz";
   auto imported = RunCli("import kineto " + input + " --out " + (dir / "resnet.jsonl.gz").string());
   ASSERT_EQ(imported.exit_code, 0) << imported.output;
   std::ofstream(dir / "s.json") << R"({"trace":"resnet.jsonl.gz","loader":{"num_workers":0,"batch_size":32},
