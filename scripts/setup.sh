@@ -11,7 +11,7 @@ packages=(
   libgtest-dev libbenchmark-dev
   # capture package, bench pipeline and its real media
   python3 python3-torch python3-torchvision python3-av python3-lmdb python3-h5py python3-psutil
-  python3-numpy python3-pil python3-pytest python3-matplotlib opencv-doc
+  python3-numpy python3-pil python3-pytest opencv-doc
 )
 
 missing=()
