@@ -6,7 +6,7 @@
 #
 # usage: validation/suite/run.sh [OUT_DIR]      (default build/validation-suite)
 # env:   SIMREPLAY_BIN (build/simreplay), SIMREPLAY_VALIDATION_DATA (build/validation-data),
-#        SIMREPLAY_VALIDATION_REPS (the spec's 4), SIMREPLAY_VALIDATION_RECORD=1 appends the result to
+#        SIMREPLAY_VALIDATION_REPS (the spec's 6), SIMREPLAY_VALIDATION_RECORD=1 appends the result to
 #        validation/suite/history.csv (the trend in docs/validation.md).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
