@@ -549,6 +549,7 @@ class CapturedLoader:
         rec._main_q.append({"type": "event", "t_ns": t0 - rec.t0, "kind": "epoch_start", "epoch": epoch,
                             "iter_ns": t1 - t0, "workers": dict((str(k), v) for k, v in rec._workers.items())})
         b = 0
+        crashed = False
         try:
             while True:
                 ts = _perf()
@@ -557,6 +558,7 @@ class CapturedLoader:
                 except StopIteration:
                     break
                 except Exception as e:
+                    crashed = True
                     self._crash(e, it)
                     raise
                 te = _perf()
@@ -565,9 +567,30 @@ class CapturedLoader:
                 yield batch
         finally:
             rec._finish_batch()
+            if not crashed:
+                # torch's SIGCHLD handler can raise "worker ... killed by signal" in whatever frame runs,
+                # e.g. the user's loop body, where the except above never sees it: look for dead workers.
+                self._record_dead_workers(it)
             rec._main_q.append({"type": "event", "t_ns": _perf() - rec.t0, "kind": "epoch_end",
                                 "epoch": epoch, "batches": b})
             del it
+
+    def _record_dead_workers(self, it: Any) -> None:
+        rec = self.rec
+        for wid, proc in enumerate(getattr(it, "_workers", None) or []):  # private: guarded
+            code = getattr(proc, "exitcode", None)
+            if code is None:
+                # not reaped yet: a registered worker that is gone or a zombie died all the same
+                pid = getattr(proc, "pid", None)
+                st = procfs._read(f"/proc/{pid}/stat") if pid else ""
+                if st is None or (st and st[st.rfind(")") + 2:].split()[0] in ("Z", "X")):
+                    code = -9999
+            if code is None or code == 0:
+                continue
+            how = ("died" if code == -9999 else f"killed by signal {-code}") if code < 0 else f"exit code {code}"
+            rec._main_q.append({"type": "event", "t_ns": _perf() - rec.t0, "kind": "worker_crash",
+                                "rank": rec.rank, "worker": wid, "pid": getattr(proc, "pid", 0) or 0,
+                                "message": f"DataLoader worker {wid} exited unexpectedly ({how})"})
 
     def _crash(self, e: BaseException, it: Any) -> None:
         rec = self.rec
@@ -587,12 +610,17 @@ class CapturedLoader:
                     pass
         if pid == 0:
             # e.g. ConnectionResetError while receiving a tensor from a worker that just died:
-            # find the registered worker that is gone or a zombie
-            for w, p in sorted(rec._workers.items()):
-                st = procfs._read(f"/proc/{p}/stat")
-                if st is None or st[st.rfind(")") + 2:].split()[0] in ("Z", "X"):
-                    wid, pid = w, p
+            # find the registered worker that is gone or a zombie. The error can reach us while the
+            # dying process is still tearing down (not yet a zombie), so look again for up to 1 s.
+            for _ in range(50):
+                for w, p in sorted(rec._workers.items()):
+                    st = procfs._read(f"/proc/{p}/stat")
+                    if st is None or st[st.rfind(")") + 2:].split()[0] in ("Z", "X"):
+                        wid, pid = w, p
+                        break
+                if pid:
                     break
+                time.sleep(0.02)
         rec._main_q.append({"type": "event", "t_ns": _perf() - rec.t0, "kind": "worker_crash",
                             "rank": rec.rank, "worker": wid, "pid": pid, "message": msg[:4000]})
         rec._ensure_header()

@@ -21,6 +21,7 @@ class TraceWriter:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._buf: List[bytes] = []
         self._lock = threading.Lock()
+        self._have_header = False  # nothing reaches the file before the header: it must be line 1
         self.records = 0  # records written after the header
 
     def add_line(self, line: bytes) -> None:
@@ -36,10 +37,11 @@ class TraceWriter:
         line = (json.dumps(header, separators=(",", ":"), default=str) + "\n").encode()
         with self._lock:
             self._buf.insert(0, line)
+            self._have_header = True
 
     def flush(self) -> None:
         with self._lock:
-            if not self._buf or self._fd < 0:
+            if not self._buf or self._fd < 0 or not self._have_header:
                 return
             data = b"".join(self._buf)
             self._buf = []

@@ -149,8 +149,8 @@ def test_worker_killed_recorded_and_propagates(tmp_path):
     with sc.Recorder(trace) as rec:
         loader = rec.wrap_loader(torch.utils.data.DataLoader(Killer(), batch_size=4, num_workers=2))
         # torch raises RuntimeError("DataLoader worker ... exited unexpectedly"), or
-        # ConnectionResetError when the death interrupts receiving a batch's shared-memory fds
-        with pytest.raises((RuntimeError, ConnectionResetError)):
+        # ConnectionResetError / EOFError when the death interrupts receiving a batch's shared-memory fds
+        with pytest.raises((RuntimeError, ConnectionResetError, EOFError)):
             for _ in loader:
                 pass
     t = sc.read_trace(trace)
