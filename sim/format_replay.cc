@@ -9,6 +9,7 @@ Result<replay::SampleCostTable> ApplyFormat(const replay::SampleCostTable& in, c
                                             const std::string& target_format) {
   std::string from = replay::ContainerOfManifest(in.manifest);
   if (!params.captured.empty() && !in.manifest.contains("data")) from = params.captured;
+  if (from == target_format) return in;  // the captured format: replay the recorded costs unchanged
   std::vector<models::SampleIo> io;
   io.reserve(in.samples.size());
   for (const auto& s : in.samples) io.push_back({s.read_s, s.read_bytes, s.decode_s + s.augment_s});
@@ -20,7 +21,7 @@ Result<replay::SampleCostTable> ApplyFormat(const replay::SampleCostTable& in, c
     s.read_s = io[i].read_s;
     s.read_bytes = io[i].read_bytes;
   }
-  if (from != target_format) {
+  {
     out.warnings.push_back("per-sample read costs transformed from format '" + from + "' to '" + target_format +
                            "' (format model; catalogue entries are assumed)");
   }

@@ -131,6 +131,12 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
   const auto& manifest = point.costs->manifest;
   const auto& model = point.input.model;
 
+  // Dataset size: the scenario's, else the dataset the captured run read (manifest data.files), else
+  // the distinct samples in the trace (which undercounts a trace shorter than an epoch).
+  auto& train = point.input.scenario.train;
+  if (train.dataset_samples == 0) train.dataset_samples = ManifestInt(manifest, "data", "files", 0);
+  if (train.dataset_samples == 0) train.dataset_samples = point.costs->distinct_indices;
+
   int measured_cores = ManifestInt(manifest, "hardware", "cores", 0);
   point.input.cpu_cores = scenario.hardware.cpu_cores > 0 ? scenario.hardware.cpu_cores
                           : measured_cores > 0            ? measured_cores
@@ -224,7 +230,8 @@ Result<nlohmann::json> AssembleResult(const PreparedPoint& point, const Result<s
                         {"step_time_s", Round9(point.input.step_time_s)},
                         {"step_time_source", point.step_time_source},
                         {"storage_mode", point.input.model.storage.mode},
-                        {"trace_samples", static_cast<int64_t>(point.costs->samples.size())}};
+                        {"trace_samples", static_cast<int64_t>(point.costs->samples.size())},
+                        {"dataset_samples", point.input.scenario.train.dataset_samples}};
   result["metrics"] = metrics;
   const auto& measured = point.costs->measured;
   const auto& train = point.input.scenario.train;

@@ -7,12 +7,8 @@
 #include <memory>
 #include <numeric>
 
-#include "calibrate/format_model.h"
-#include "models/format_model.h"
 #include "models/model_params.h"
-#include "replay/sample_costs.h"
 #include "scenarios/scenario.h"
-#include "sim/format_replay.h"
 #include "sim/isolated_run.h"
 #include "sim/metrics.h"
 #include "sim/point_runner.h"
@@ -94,6 +90,7 @@ Result<Prediction> PredictCase(const ExperimentSpec& spec, const ExperimentCase&
                                     {"shuffle", true}}},
                                   {"hardware", {{"cpu_cores", 0}, {"gpus", 1}}},
                                   {"train", {{"steps", spec.run.steps}, {"dataset_samples", options.dataset_samples}}},
+                                  {"data", {{"format", c.config.format}}},
                                   {"replay", {{"order", "recorded"}}},
                                   {"seed", spec.run.seed}};
   if (!options.step_time_scales_with_batch) {
@@ -106,26 +103,9 @@ Result<Prediction> PredictCase(const ExperimentSpec& spec, const ExperimentCase&
   auto scenario = scenarios::ParseScenario(scenario_json, fmt::format("validation case {}", c.name), ".");
   if (!scenario.ok()) return scenario.status();
 
-  // Costs: the calibration trace, moved to the case's storage format when it differs.
+  // PreparePoint loads the calibration trace and moves its read costs to the case's storage format
+  // (data.format) with the model's formats section.
   sim::CostCache cache;
-  auto costs = replay::LoadSampleCosts({trace});
-  if (!costs.ok()) return costs.status();
-  std::string captured = calibrate::ContainerOfManifest(costs->manifest);
-  if (captured != c.config.format) {
-    if (!model->extra.contains("formats")) {
-      return Status::InvalidArgument(
-          fmt::format("{}: the model has no 'formats' section: cannot predict format '{}' "
-                      "from a trace captured in '{}'",
-                      model_path, c.config.format, captured));
-    }
-    auto params = models::ParseFormatParams(model->extra["formats"], model_path + ": formats");
-    if (!params.ok()) return params.status();
-    auto moved = sim::ApplyFormat(*costs, *params, c.config.format);
-    if (!moved.ok()) return moved.status();
-    cache.emplace(trace, std::make_shared<const replay::SampleCostTable>(std::move(*moved)));
-  } else {
-    cache.emplace(trace, std::make_shared<const replay::SampleCostTable>(std::move(*costs)));
-  }
   auto point = sim::PreparePoint(*scenario, &cache);
   if (!point.ok()) return point.status();
   pred.accelerator_note = point->accelerator_note;
@@ -153,7 +133,9 @@ Result<Prediction> PredictCase(const ExperimentSpec& spec, const ExperimentCase&
   nlohmann::json full = nlohmann::json::parse(*results[0]);
   nlohmann::json pipe = nlohmann::json::parse(*results[1]);
 
-  std::vector<int64_t> sizes = BatchSizes(options.dataset_samples, c.config.batch_size, spec.run.steps);
+  // The epoch length the simulator used (PreparePoint resolves a dataset size of 0).
+  std::vector<int64_t> sizes =
+      BatchSizes(prepared.input.scenario.train.dataset_samples, c.config.batch_size, spec.run.steps);
   Window train = WarmupExcluded(full["raw"], sizes, spec.run.warmup_steps);
   Window pipeline = WarmupExcluded(pipe, sizes, spec.run.warmup_steps);
   if (train.seconds <= 0 || pipeline.seconds <= 0 || train.waits.empty()) {
