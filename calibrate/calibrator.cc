@@ -17,6 +17,7 @@
 #include "common/atomic_file.h"
 #include "common/json_fields.h"
 #include "models/format_model.h"
+#include "replay/manifest.h"
 #include "replay/trace_reader.h"
 
 namespace simreplay::calibrate {
@@ -42,23 +43,9 @@ struct TraceData {
   std::vector<std::string> warnings;
 };
 
-int ManifestInt(const nlohmann::json& m, const char* section, const char* key, int fallback) {
-  if (m.contains(section) && m[section].is_object() && m[section].contains(key) &&
-      m[section][key].is_number_integer()) {
-    return m[section][key].get<int>();
-  }
-  return fallback;
-}
-bool ManifestBool(const nlohmann::json& m, const char* section, const char* key) {
-  return m.contains(section) && m[section].is_object() && m[section].contains(key) && m[section][key].is_boolean() &&
-         m[section][key].get<bool>();
-}
-double ManifestDouble(const nlohmann::json& m, const char* section, const char* key, double fallback) {
-  if (m.contains(section) && m[section].is_object() && m[section].contains(key) && m[section][key].is_number()) {
-    return m[section][key].get<double>();
-  }
-  return fallback;
-}
+using replay::ManifestBool;
+using replay::ManifestDouble;
+using replay::ManifestInt;
 
 Result<TraceData> ReadTrace(const std::string& path) {
   TraceData t;

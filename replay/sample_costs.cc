@@ -27,16 +27,6 @@ int32_t FormatId(SampleCostTable* table, const std::string& format) {
 
 }  // namespace
 
-std::string ContainerOfManifest(const nlohmann::json& manifest) {
-  for (const char* section : {"data", "notes"}) {
-    if (manifest.contains(section) && manifest[section].is_object() && manifest[section].contains("format") &&
-        manifest[section]["format"].is_string()) {
-      return manifest[section]["format"].get<std::string>();
-    }
-  }
-  return "files";
-}
-
 Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_paths) {
   SampleCostTable table;
   std::vector<Keyed> keyed;

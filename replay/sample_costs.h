@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "replay/manifest.h"
 
 namespace simreplay::replay {
 
@@ -49,10 +50,6 @@ struct SampleCostTable {
   MeasuredRun measured;
   std::vector<std::string> warnings;
 };
-
-// The storage container a trace was captured in: its manifest's data.format ("files", "tar", "lmdb",
-// "hdf5"), falling back to notes.format; "files" when neither is given.
-std::string ContainerOfManifest(const nlohmann::json& manifest);
 
 // Reads every trace (streaming) and builds the table. Fails when a trace is invalid or has neither
 // sample records nor batch records with a known size.

@@ -6,6 +6,7 @@
 
 #include "common/atomic_file.h"
 #include "models/model_params.h"
+#include "replay/manifest.h"
 #include "sim/format_replay.h"
 #include "sim/metrics.h"
 #include "sim/simulation.h"
@@ -15,25 +16,18 @@ namespace simreplay::sim {
 
 namespace {
 
-int ManifestInt(const nlohmann::json& manifest, const char* section, const char* key, int fallback) {
-  if (manifest.contains(section) && manifest[section].is_object() && manifest[section].contains(key) &&
-      manifest[section][key].is_number_integer()) {
-    return manifest[section][key].get<int>();
-  }
-  return fallback;
-}
+using replay::ManifestBool;
+using replay::ManifestInt;
 
 // The measured run can be compared with the prediction when the scenario reproduces its configuration.
 bool SameConfiguration(const scenarios::Scenario& s, const nlohmann::json& manifest) {
   if (!manifest.contains("loader") || !manifest["loader"].is_object()) return false;
-  const auto& l = manifest["loader"];
-  auto get_bool = [&](const char* k) { return l.contains(k) && l[k].is_boolean() && l[k].get<bool>(); };
   return ManifestInt(manifest, "loader", "num_workers", -1) == s.loader.num_workers &&
          ManifestInt(manifest, "loader", "batch_size", -1) == s.loader.batch_size &&
          (s.loader.num_workers == 0 ||
           ManifestInt(manifest, "loader", "prefetch_factor", 2) == s.loader.prefetch_factor) &&
-         get_bool("pin_memory") == s.loader.pin_memory &&
-         get_bool("persistent_workers") == s.loader.persistent_workers && s.hardware.gpus == 1;
+         ManifestBool(manifest, "loader", "pin_memory") == s.loader.pin_memory &&
+         ManifestBool(manifest, "loader", "persistent_workers") == s.loader.persistent_workers && s.hardware.gpus == 1;
 }
 
 bool Contains(const nlohmann::json& list, const nlohmann::json& value) {
