@@ -219,9 +219,18 @@ std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepR
             HtmlEscape(p.result["metrics"]["bottleneck"]["evidence"].get<std::string>()) + "</td></tr>\n";
   }
   html += "</table>\n";
-  if (!points.empty() && !points[0].result["warnings"].empty()) {
+  // Warnings of every point, each once, in first-seen order.
+  std::vector<std::string> warnings;
+  for (const auto& p : points) {
+    if (!p.result.contains("warnings")) continue;
+    for (const auto& w : p.result["warnings"]) {
+      const std::string text = w.get<std::string>();
+      if (std::find(warnings.begin(), warnings.end(), text) == warnings.end()) warnings.push_back(text);
+    }
+  }
+  if (!warnings.empty()) {
     html += "<h2>Warnings</h2><ul class=\"warn\">";
-    for (const auto& w : points[0].result["warnings"]) html += "<li>" + HtmlEscape(w.get<std::string>()) + "</li>";
+    for (const auto& w : warnings) html += "<li>" + HtmlEscape(w) + "</li>";
     html += "</ul>\n";
   }
   return html + "</body></html>\n";

@@ -116,9 +116,6 @@ nlohmann::json SummarizeMetrics(const SimInput& input, const SimRawStats& full) 
   return m;
 }
 
-}  // namespace simreplay::sim
-
-namespace simreplay::sim {
 nlohmann::json RawStatsToJson(const SimRawStats& s) {
   return {{"makespan_s", s.makespan_s},
           {"samples_consumed", s.samples_consumed},

@@ -91,5 +91,24 @@ TEST(SweepOutputs, CsvHasAxesThenMetrics) {
   EXPECT_NE(csv.find(",cpu,emulated\n"), std::string::npos) << csv;
 }
 
+TEST(SweepOutputs, HtmlListsEveryPointsWarningsOnce) {
+  auto point = [](int workers, std::vector<std::string> warnings) {
+    nlohmann::json result = {{"accelerator", "emulated"},
+                             {"warnings", warnings},
+                             {"metrics",
+                              {{"train_throughput_samples_per_s", 1.0},
+                               {"pipeline_throughput_samples_per_s", 1.0},
+                               {"gpu_idle_fraction", 0.5},
+                               {"data_wait_s", {{"p95", 0.1}}},
+                               {"time_to_first_batch_s", 0.1},
+                               {"peak_host_memory_bytes", 1.0},
+                               {"bottleneck", {{"stage", "cpu"}, {"evidence", "e"}}}}}};
+    return SweepResult{{{"loader.num_workers", workers}}, result};
+  };
+  std::string html = SweepHtml("s.json", {point(1, {"shared"}), point(6, {"shared", "extrapolating: 6 workers"})});
+  EXPECT_NE(html.find("extrapolating: 6 workers"), std::string::npos);
+  EXPECT_EQ(html.find("<li>shared</li>"), html.rfind("<li>shared</li>"));
+}
+
 }  // namespace
 }  // namespace simreplay::scenarios
