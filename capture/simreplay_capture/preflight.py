@@ -134,7 +134,7 @@ def _params_compare(work: str, world: int) -> Dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .preflight_launch import Phase, become_subreaper
+    from .preflight_launch import become_subreaper
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     entry_dir = os.path.join(out, "entry")
@@ -153,10 +153,16 @@ def run(args: argparse.Namespace) -> int:
     checks = Checks()
     doc: Dict[str, Any] = {"schema": SCHEMA, "manifest": _manifest(args, opts, ckpt_dir)}
     exit_bad_input: Optional[str] = None
+    phases: List[Any] = []
     try:
-        exit_bad_input = _phases(args, spec, work, world, ckpt_dir, checks, doc)
+        exit_bad_input = _phases(args, spec, work, world, ckpt_dir, checks, doc, phases)
     finally:
+        for ph in phases:  # on an exception (or Ctrl-C) no rank or worker outlives us
+            if any(p.poll() is None for p in ph.procs):
+                ph.kill()
+            ph.reap_group(timeout_s=2.0)
         shutil.rmtree(work, ignore_errors=True)
+    _measured(doc)
     doc["checks"] = checks.doc()
     doc["status"] = "pass" if checks.all_pass() else "fail"
     doc.setdefault("accelerator", "cuda" if args.device == "cuda" else "cpu")
@@ -180,11 +186,12 @@ def _fail_reason(phase: Any, res: Optional[Dict[str, Any]], what: str) -> str:
 
 
 def _phases(args: argparse.Namespace, spec: Dict[str, Any], work: str, world: int, ckpt_dir: str,
-            checks: Checks, doc: Dict[str, Any]) -> Optional[str]:
+            checks: Checks, doc: Dict[str, Any], phases: List[Any]) -> Optional[str]:
     """Runs train, kill, reference, restore; fills `doc` and `checks`. Returns a bad-input line or None."""
     from .preflight_launch import Phase
     # ---- 1+2: measured steps and the saves, then 3: SIGKILL of the job's process group
     tr = Phase("train", spec, world, work)
+    phases.append(tr)
     saved, t_saved_seen = tr.wait_saved(args.timeout_s)
     t_kill = tr.kill()
     codes = [p.returncode for p in tr.procs]
@@ -262,6 +269,7 @@ def _phases(args: argparse.Namespace, spec: Dict[str, Any], work: str, world: in
             _damage(os.path.join(sdir, ck.rank_file(0)), f)
     # ---- reference: an uninterrupted run one step further
     ref = Phase("reference", spec, world, work)
+    phases.append(ref)
     ref.wait(args.timeout_s)
     refs = [_load(os.path.join(work, f"reference-rank{r}.json")) for r in range(world)]
     if any(r is None or "error" in r for r in refs):
@@ -273,6 +281,7 @@ def _phases(args: argparse.Namespace, spec: Dict[str, Any], work: str, world: in
     files = [os.path.join(sdir, ck.rank_file(r)) for r in range(world) if os.path.exists(os.path.join(sdir, ck.rank_file(r)))]
     why = ck.evict_page_cache(files)
     rs = Phase("restore", spec, world, work)
+    phases.append(rs)
     rs.wait(args.timeout_s)
     rests = [_load(os.path.join(work, f"restore-rank{r}.json")) for r in range(world)]
     if any(r is None or "error" in r for r in rests):
@@ -331,7 +340,6 @@ def _phases(args: argparse.Namespace, spec: Dict[str, Any], work: str, world: in
                              if args.compare == "bitwise" else
                              "deterministic algorithms not enforced; compared within rtol/atol"),
     }
-    _measured(doc)
     return None
 
 
@@ -383,6 +391,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     if bad:
         sys.stderr.write(f"preflight: {bad}\n")
         return 2
+    if args.device != "cpu" and args.nproc_per_node > 1:
+        import torch
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n and args.nproc_per_node > n:
+            sys.stderr.write(f"preflight: --nproc-per-node: expected at most {n} (one rank per CUDA device), "
+                             f"found {args.nproc_per_node}; use --device cpu for more ranks\n")
+            return 2
     try:
         return run(args)
     except ProtocolError as e:

@@ -319,9 +319,9 @@ def main(argv: List[str]) -> int:
     except Exception as e:
         import traceback
         tb = traceback.format_exc()
-        msg = f"{type(e).__name__}: {e}".splitlines()[0]
         from .preflight_protocol import ProtocolError
         kind = "protocol" if isinstance(e, ProtocolError) else "exception"
+        msg = (str(e) if kind == "protocol" else f"{type(e).__name__}: {e}").splitlines()[0]
         _write_json(c.result_path(), {"role": role, "rank": c.rank, "error": msg, "kind": kind,
                                       "traceback": tb})
         sys.stderr.write(tb)

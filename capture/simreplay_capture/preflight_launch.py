@@ -55,11 +55,17 @@ class Phase:
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
             log = os.path.join(work, f"{role}-rank{r}.log")
             self.logs.append(log)
-            kw: Dict[str, Any] = {"start_new_session": True} if r == 0 else {"process_group": self.pgid}
+            # rank 0 leads a new process group that the other ranks join (same session as us:
+            # setpgid cannot cross sessions); DataLoader workers inherit it, so one killpg ends the job
             with open(log, "wb") as lf:
-                p = subprocess.Popen([sys.executable, "-m", "simreplay_capture.preflight", "_child", role,
-                                      spec_path], env=env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE if role == "train" else lf, stderr=lf, **kw)
+                try:
+                    p = subprocess.Popen([sys.executable, "-m", "simreplay_capture.preflight", "_child", role,
+                                          spec_path], env=env, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE if role == "train" else lf, stderr=lf,
+                                         process_group=0 if r == 0 else self.pgid)
+                except BaseException:
+                    self.kill()
+                    raise
             if r == 0:
                 self.pgid = p.pid
             self.procs.append(p)
