@@ -218,7 +218,9 @@ def _phases(args: argparse.Namespace, spec: Dict[str, Any], work: str, world: in
     checks.set("steps_ran", not bad_loss,
                f"{doc['steps']['warmup_steps']} warm-up + {doc['steps']['measured_steps']} measured steps on "
                f"{world} rank(s); " + ("every loss finite" if not bad_loss else f"{len(bad_loss)} non-finite loss(es)"))
-    doc["memory"] = t0["memory"]
+    # per-rank peaks: the planner needs the largest (each rank has its own device or memory share)
+    peak_rank = max(range(world), key=lambda r: train[r]["memory"]["peak_memory_bytes"] or 0)
+    doc["memory"] = dict(train[peak_rank]["memory"], rank=peak_rank)
     # checkpoint figures: bytes summed over ranks, time of the slowest rank
     sync_b = sum(t["checkpoint"]["sync"]["bytes"] for t in train)
     sync_s = max(t["checkpoint"]["sync"]["save_s"] for t in train)
@@ -335,6 +337,7 @@ def _phases(args: argparse.Namespace, spec: Dict[str, Any], work: str, world: in
         "param_max_abs_diff": pc["max_abs_diff"], "param_sha256_resumed": pc["sha"].get("resumed"),
         "param_sha256_reference": pc["sha"].get("reference"),
         "bitwise_equal": bool(loss_bits and pc["bitwise"]),
+        "losses_before_save_equal": [s["loss"] for s in t0["steps"]] == refs[0]["losses"],
         "determinism_note": ("torch.use_deterministic_algorithms(True), cuDNN deterministic, "
                              "CUBLAS_WORKSPACE_CONFIG=:4096:8, the same seed and thread count in every process"
                              if args.compare == "bitwise" else
