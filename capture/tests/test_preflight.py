@@ -75,7 +75,7 @@ def test_kill_restore_cycle_passes(dataset_dir, tmp_path):
     assert doc["kill"]["exit_signals"] == [9] and doc["kill"]["orphans_left"] == 0
     rs = doc["resume"]
     assert rs["bitwise_equal"] and rs["loss_resumed"] == rs["loss_reference"] and rs["param_max_abs_diff"] == 0
-    assert rs["batch_sha256_resumed"] == rs["batch_sha256_reference"]
+    assert rs["batch_sha256_resumed"] == rs["batch_sha256_reference"] and rs["losses_before_save_equal"]
     m = doc["measured"]
     for k in ("step_time_s", "data_wait_s", "samples_per_s", "peak_memory_bytes", "checkpoint_bytes",
               "checkpoint_save_s", "checkpoint_write_bytes_per_s", "checkpoint_blocking_s", "restore_s", "restart_s"):
@@ -88,6 +88,22 @@ def test_kill_restore_cycle_passes(dataset_dir, tmp_path):
     v = subprocess.run([sys.executable, "-m", "simreplay_capture.preflight", "verify-checkpoint",
                         ck["dir"]], env=subprocess_env(), capture_output=True, text=True, timeout=120)
     assert v.returncode == 0 and "step 3" in v.stdout, v.stderr
+    _no_leftovers(out)
+
+
+def test_two_ranks(dataset_dir, tmp_path):
+    # 2 gloo ranks, DistributedSampler: 32 samples -> 16 per rank -> 4 batches of 4 per epoch;
+    # 1 warm-up + 1 measured step, save at step 2, so 2 batches are replayed on restore
+    out = tmp_path / "ddp"
+    p, doc = _preflight(out, "--nproc-per-node", "2", "--opt", "workers=0", "--steps", "1", *SMALL,
+                        data=dataset_dir)
+    assert p.returncode == 0, p.stdout + p.stderr[-3000:]
+    assert doc["job"]["world_size"] == 2 and doc["measured"]["global_batch_samples"] == 8
+    assert doc["steps"]["comm_s"]["mean"] > 0 and "all-reduce" in doc["steps"]["comm_note"]
+    assert doc["checkpoint"]["sync"]["files"] == 2 and doc["checkpoint"]["distributed"]["used"] is False
+    assert doc["kill"]["exit_signals"] == [9, 9] and len(set(doc["kill"]["pids"])) == 2
+    assert doc["restore"]["fast_forward_batches"] == 2 and doc["resume"]["bitwise_equal"]
+    assert len(doc["steps"]["per_rank_step_time_s"]) == 2
     _no_leftovers(out)
 
 
