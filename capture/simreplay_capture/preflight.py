@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import shutil
 import sys
@@ -23,7 +24,7 @@ from typing import Any, Dict, List, Optional
 
 from . import preflight_ckpt as ck
 from .preflight_protocol import DEFAULT_STEP, ProtocolError, parse_opts, prepare_opts
-from .preflight_report import SCHEMA, Checks, close, same_float, stats, steps_block, summary_text
+from .preflight_report import SCHEMA, Checks, close, same_float, steps_block, summary_text
 
 FAULTS = ("skip-rng-restore", "skip-fast-forward", "skip-optimizer-restore", "corrupt-checkpoint",
           "truncate-checkpoint")
@@ -108,10 +109,10 @@ def _damage(path: str, how: str) -> None:
             f.write(bytes([b[0] ^ 0xFF]))
 
 
-def _params_compare(work: str, world: int) -> Dict[str, Any]:
+def _params_compare(work: str, world: int, rtol: float, atol: float) -> Dict[str, Any]:
     import torch
     from .preflight_state import tensor_digest
-    maxdiff, bitwise, sha = 0.0, True, {}
+    maxdiff, bitwise, within, sha = 0.0, True, True, {}
     for r in range(world):
         a = torch.load(os.path.join(work, f"params-restore-rank{r}.pt"))
         b = torch.load(os.path.join(work, f"params-reference-rank{r}.pt"))
@@ -126,11 +127,13 @@ def _params_compare(work: str, world: int) -> Dict[str, Any]:
             bitwise &= bool(torch.equal(x.reshape(-1).view(torch.uint8), y.reshape(-1).view(torch.uint8)))
             if x.is_floating_point():
                 maxdiff = max(maxdiff, float((x.double() - y.double()).abs().max()))
+                within &= bool(torch.allclose(x.double(), y.double(), rtol=rtol, atol=atol))
             elif not torch.equal(x, y):
                 maxdiff = max(maxdiff, float((x.double() - y.double()).abs().max()))
+                within = False
         if r == 0:
             sha = {"resumed": tensor_digest(a), "reference": tensor_digest(b)}
-    return {"max_abs_diff": maxdiff, "bitwise": bitwise, "sha": sha}
+    return {"max_abs_diff": maxdiff, "bitwise": bitwise, "within": within, "sha": sha}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -168,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     doc.setdefault("accelerator", "cuda" if args.device == "cuda" else "cpu")
     doc.setdefault("accelerator_note", "the run failed before the device was reported")
     _write_atomic(os.path.join(out, "preflight.json"),
-                  json.dumps(doc, indent=1, sort_keys=True, allow_nan=False, default=str) + "\n")
+                  json.dumps(_finite(doc), indent=1, sort_keys=True, allow_nan=False, default=str) + "\n")
     text = summary_text(doc)
     _write_atomic(os.path.join(out, "summary.txt"), text)
     sys.stdout.write(text)
@@ -176,6 +179,17 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(exit_bad_input + "\n")
         return 3
     return 0 if doc["status"] == "pass" else 1
+
+
+def _finite(x: Any) -> Any:
+    """JSON has no NaN or infinity: a non-finite figure (a diverged loss) becomes null; the checks say why."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite(v) for v in x]
+    return x
 
 
 def _fail_reason(phase: Any, res: Optional[Dict[str, Any]], what: str) -> str:
@@ -311,10 +325,10 @@ def _phases(args: argparse.Namespace, spec: Dict[str, Any], work: str, world: in
     st0 = r0["step"]
     same_batch = rf0["batch_sha256"] == st0["batch_sha256"]
     checks.set("loader_position", same_batch,
-               f"the first resumed batch (step {st0['step']}) equals the reference's" + (
-                   "" if same_batch else f": expected sha256 {rf0['batch_sha256'][:16]}..., found "
-                                         f"{st0['batch_sha256'][:16]}..."))
-    pc = _params_compare(work, world)
+               f"the first resumed batch (step {st0['step']}) equals the reference's" if same_batch else
+               f"the first resumed batch (step {st0['step']}) differs from the reference's: expected sha256 "
+               f"{rf0['batch_sha256'][:16]}..., found {st0['batch_sha256'][:16]}...")
+    pc = _params_compare(work, world, args.rtol, args.atol)
     la, lb = st0["loss"], rf0["loss"]
     loss_bits = same_float(la, lb)
     if args.compare == "bitwise":
@@ -327,7 +341,7 @@ def _phases(args: argparse.Namespace, spec: Dict[str, Any], work: str, world: in
         checks.set("resume_parameters", False, pc["error"])
         pc = {"max_abs_diff": None, "bitwise": False, "sha": {}}
     else:
-        p_ok = pc["bitwise"] if args.compare == "bitwise" else pc["max_abs_diff"] <= args.atol
+        p_ok = pc["bitwise"] if args.compare == "bitwise" else pc["within"]
         checks.set("resume_parameters", p_ok, f"parameters after the resumed step: max |diff| "
                    f"{pc['max_abs_diff']!r} over {world} rank(s)" + (" (bit-identical)" if pc["bitwise"] else ""))
     doc["resume"] = {

@@ -8,19 +8,14 @@ WORK/ROLE-rank<R>.json (atomically); `train` then prints `SAVED` and keeps train
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from . import preflight_ckpt as ck
 from .preflight_protocol import PreflightContext, PreflightJob, build_job
-
-INJECT = ("skip-rng-restore", "skip-fast-forward", "skip-optimizer-restore", "corrupt-checkpoint",
-          "truncate-checkpoint")
-
 
 def _env_int(name: str, default: int) -> int:
     try:
@@ -207,8 +202,10 @@ class Child:
         _write_json(self.result_path(), res)
         sys.stdout.write(f"SAVED {self.rank}\n")
         sys.stdout.flush()
-        # keep training, as the real job would, until the launcher's SIGKILL arrives
-        for _ in range(100000):
+        # keep training, as the real job would, until the launcher's SIGKILL arrives; stop on our own
+        # if the launcher is gone (we were re-parented), so no rank outlives a crashed launcher
+        ppid = os.getppid()
+        while os.getppid() == ppid:
             self.one_step()
         return res
 
@@ -335,6 +332,3 @@ def main(argv: List[str]) -> int:
             pass
     return 0
 
-
-def finite(x: Optional[float]) -> bool:
-    return x is not None and math.isfinite(x)

@@ -241,3 +241,50 @@ def test_step_protocol_violation_is_bad_input(dataset_dir, tmp_path):
     doc = json.load(open(out / "preflight.json"))
     assert doc["status"] == "fail" and not _checks(doc)["steps_ran"]["pass"]
     _no_leftovers(out)
+
+
+# ------------------------------------------------------------------ loader position (in-process, fast)
+class _RandomAug(object):
+    """Map-style dataset whose samples draw from the worker's torch RNG, like random augmentation."""
+
+    def __len__(self):
+        return 24
+
+    def __getitem__(self, i):
+        import torch
+        return torch.full((2,), float(i)) + torch.rand(2)
+
+
+def _loader(workers):
+    import torch
+    g = torch.Generator()
+    g.manual_seed(7)
+    return torch.utils.data.DataLoader(_RandomAug(), batch_size=4, shuffle=True, num_workers=workers,
+                                       generator=g)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_cursor_replay_restores_the_exact_next_batch(workers):
+    # 24 samples / batch 4 = 6 batches per epoch; save after 8 batches (epoch 1, 2 batches in)
+    import torch
+    from simreplay_capture.preflight_state import LoaderCursor, rng_state, set_rng_state
+    torch.manual_seed(3)
+    a = LoaderCursor(_loader(workers))
+    for _ in range(8):
+        a.next()
+        torch.rand(1)  # the training step draws from the global RNG too (dropout)
+    pos, rng = a.state(), rng_state(a.loader)
+    want = a.next()
+    a.close()
+    assert pos["epoch"] == 1 and pos["batch_in_epoch"] == 2
+    torch.manual_seed(99)  # a fresh process: some other RNG state
+    b = LoaderCursor(_loader(workers))
+    assert b.restore(pos) == 2
+    set_rng_state(b.loader, rng)
+    assert torch.equal(b.next(), want)
+    b.close()
+    c = LoaderCursor(_loader(workers))  # without the replay the position is lost
+    c.restore(pos, replay=False)
+    set_rng_state(c.loader, rng)
+    assert not torch.equal(c.next(), want)
+    c.close()
