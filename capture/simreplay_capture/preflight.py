@@ -136,6 +136,22 @@ def _params_compare(work: str, world: int, rtol: float, atol: float) -> Dict[str
     return {"max_abs_diff": maxdiff, "bitwise": bitwise, "within": within, "sha": sha}
 
 
+def _clear_own_checkpoints(d: str) -> None:
+    """Remove an earlier preflight's step-<S>[-async] directories (else they would be restored), but
+    never anything else: a --checkpoint-dir holding other files is refused."""
+    if os.path.exists(d) and not os.path.isdir(d):
+        raise ProtocolError(f"--checkpoint-dir {d}: expected a directory, found a file")
+    os.makedirs(d, exist_ok=True)
+    names = sorted(os.listdir(d))
+    foreign = [n for n in names if not (n.startswith("step-") and n[5:].removesuffix("-async").isdigit()
+                                        and os.path.isdir(os.path.join(d, n)))]
+    if foreign:
+        raise ProtocolError(f"--checkpoint-dir {d}: expected an empty directory or an earlier preflight's "
+                            f"step-<S> directories, found {foreign[0]!r}")
+    for n in names:
+        shutil.rmtree(os.path.join(d, n))
+
+
 def run(args: argparse.Namespace) -> int:
     from .preflight_launch import become_subreaper
     out = os.path.abspath(args.out)
@@ -143,9 +159,7 @@ def run(args: argparse.Namespace) -> int:
     entry_dir = os.path.join(out, "entry")
     os.makedirs(entry_dir, exist_ok=True)
     ckpt_dir = os.path.abspath(args.checkpoint_dir or os.path.join(out, "checkpoint"))
-    if os.path.isdir(ckpt_dir) and os.listdir(ckpt_dir):
-        shutil.rmtree(ckpt_dir)  # the checkpoint of an earlier preflight would be "restored" otherwise
-    os.makedirs(ckpt_dir, exist_ok=True)
+    _clear_own_checkpoints(ckpt_dir)
     opts = prepare_opts(args.step, parse_opts(args.opt), entry_dir)
     become_subreaper()
     work = tempfile.mkdtemp(prefix=".preflight-work-", dir=out)

@@ -250,7 +250,8 @@ class Child:
         name = ck.rank_file(self.rank)
         data = ck.read_verified(d, name, man)
         t_verified = time.perf_counter()
-        st = ck.load_bytes(os.path.join(d, name), data, self.device)
+        # to host memory: RNG states must stay CPU tensors; load_state_dict copies onto the device
+        st = ck.load_bytes(os.path.join(d, name), data, "cpu")
         del data
         self.job.model.load_state_dict(st["model"])
         if "skip-optimizer-restore" not in inject:

@@ -288,3 +288,13 @@ def test_cursor_replay_restores_the_exact_next_batch(workers):
     set_rng_state(c.loader, rng)
     assert not torch.equal(c.next(), want)
     c.close()
+
+
+def test_checkpoint_dir_with_other_files_is_refused(tmp_path):
+    d = tmp_path / "ckpts"
+    d.mkdir()
+    (d / "precious.pt").write_bytes(b"x")
+    p, doc = _preflight(tmp_path / "o", "--checkpoint-dir", str(d))
+    assert p.returncode == 3 and doc is None
+    assert f"--checkpoint-dir {d}: expected an empty directory" in p.stderr and "'precious.pt'" in p.stderr
+    assert (d / "precious.pt").read_bytes() == b"x"
