@@ -323,7 +323,11 @@ def _phases(args: argparse.Namespace, spec: Dict[str, Any], work: str, world: in
             checks.set(n, False, "not run: the checkpoint could not be restored" if ck_fail else reason)
         return None
     r0 = rests[0]
+    read_b = sum(r["checkpoint_read_bytes"] for r in rests)
+    read_s = max(r["checkpoint_read_s"] for r in rests)
     doc["restore"] = {
+        "checkpoint_read_s": read_s, "checkpoint_read_bytes": read_b,
+        "read_bytes_per_s": read_b / read_s if read_s > 0 else None,
         "checkpoint_verify_s": max(r["checkpoint_verify_s"] for r in rests),
         "restore_s": max(r["restore_s"] for r in rests), "fast_forward": r0["fast_forward"],
         "fast_forward_batches": r0["fast_forward_batches"],
@@ -382,6 +386,7 @@ def _measured(doc: Dict[str, Any]) -> None:
     m = {"accelerator": doc.get("accelerator"), "world_size": (doc.get("job") or {}).get("world_size"),
          "global_batch_samples": (doc.get("job") or {}).get("global_batch_samples"),
          "step_time_s": mean(st["step_time_s"]) if st else None,
+         "compute_s": mean(st["compute_s"]) if st else None,
          "data_wait_s": mean(st["data_wait_s"]) if st else None,
          "comm_s": mean(st["comm_s"]) if st else None,
          "samples_per_s": st["samples_per_s"] if st else None,
@@ -392,6 +397,7 @@ def _measured(doc: Dict[str, Any]) -> None:
          "checkpoint_write_bytes_per_s": ckd["sync"]["write_bytes_per_s"] if ckd else None,
          "checkpoint_blocking_s": ((ckd["async"]["blocking_s"] if ckd["async"]["available"] else ckd["sync"]["save_s"])
                                    if ckd else None),
+         "checkpoint_read_bytes_per_s": rs["read_bytes_per_s"] if rs else None,
          "restore_s": rs["restore_s"] if rs else None, "restart_s": rs["restart_s"] if rs else None}
     doc["measured"] = m
 

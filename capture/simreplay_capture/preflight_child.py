@@ -248,7 +248,9 @@ class Child:
             raise ck.CheckpointError(f"{os.path.join(d, 'manifest.json')}:1: expected world_size {self.world} "
                                      f"(this job), found {man['world_size']}")
         name = ck.rank_file(self.rank)
-        data = ck.read_verified(d, name, man)
+        timing: Dict[str, float] = {}
+        data = ck.read_verified(d, name, man, timing)
+        read_bytes = len(data)
         t_verified = time.perf_counter()
         # to host memory: RNG states must stay CPU tensors; load_state_dict copies onto the device
         st = ck.load_bytes(os.path.join(d, name), data, "cpu")
@@ -275,6 +277,7 @@ class Child:
         res = {"role": "restore", "rank": self.rank, "pid": os.getpid(), "step": r, "dir": d,
                "checkpoint_step": int(st["step"]),
                "checkpoint_verify_s": t_verified - t_restore0, "restore_s": t_loaded - t_restore0,
+               "checkpoint_read_s": timing["read_s"], "checkpoint_read_bytes": read_bytes,
                "fast_forward": "none" if "skip-fast-forward" in inject else "replay",
                "fast_forward_batches": replayed, "fast_forward_s": t_ff - t_loaded,
                "first_step_s": t_first - t_ff, "time_to_first_step_s": t_first - t_restore0,

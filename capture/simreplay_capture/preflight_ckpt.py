@@ -192,8 +192,10 @@ def read_manifest(d: str) -> Dict[str, Any]:
     return doc
 
 
-def read_verified(d: str, name: str, manifest: Dict[str, Any]) -> bytes:
-    """The bytes of one checkpoint file after checking its size and sha256 against the manifest."""
+def read_verified(d: str, name: str, manifest: Dict[str, Any],
+                  timing: Optional[Dict[str, float]] = None) -> bytes:
+    """The bytes of one checkpoint file after checking its size and sha256 against the manifest.
+    `timing`, when given, receives `read_s`: the read alone, without the hashing."""
     meta = manifest["files"].get(name)
     p = os.path.join(d, name)
     if meta is None:
@@ -201,8 +203,11 @@ def read_verified(d: str, name: str, manifest: Dict[str, Any]) -> bytes:
                               f"found only {sorted(manifest['files'])}")
     if not os.path.exists(p):
         raise CheckpointError(f"{p}: expected {meta['bytes']} bytes, found no file")
+    t0 = time.perf_counter()
     with open(p, "rb") as f:
         data = f.read()
+    if timing is not None:
+        timing["read_s"] = time.perf_counter() - t0
     if len(data) != meta["bytes"]:
         what = "truncated" if len(data) < meta["bytes"] else "longer than saved"
         raise CheckpointError(f"{p}: expected {meta['bytes']} bytes, found {len(data)} bytes ({what})")

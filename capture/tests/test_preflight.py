@@ -77,7 +77,8 @@ def test_kill_restore_cycle_passes(dataset_dir, tmp_path):
     assert rs["bitwise_equal"] and rs["loss_resumed"] == rs["loss_reference"] and rs["param_max_abs_diff"] == 0
     assert rs["batch_sha256_resumed"] == rs["batch_sha256_reference"] and rs["losses_before_save_equal"]
     m = doc["measured"]
-    for k in ("step_time_s", "data_wait_s", "samples_per_s", "peak_memory_bytes", "checkpoint_bytes",
+    assert doc["restore"]["checkpoint_read_bytes"] == ck["sync"]["bytes"]
+    for k in ("step_time_s", "compute_s", "data_wait_s", "samples_per_s", "checkpoint_read_bytes_per_s", "peak_memory_bytes", "checkpoint_bytes",
               "checkpoint_save_s", "checkpoint_write_bytes_per_s", "checkpoint_blocking_s", "restore_s", "restart_s"):
         assert m[k] is not None and m[k] > 0, k
     assert m["restart_s"] > doc["restore"]["time_to_first_step_s"] >= doc["restore"]["restore_s"]
