@@ -99,7 +99,7 @@ def summary_text(doc: Dict[str, Any]) -> str:
                  f"{fmt_s(st['step_time_s']['mean'])} mean (data wait {fmt_s(st['data_wait_s']['mean'])}, "
                  f"compute {fmt_s(st['compute_s']['mean'])}"
                  + (f", comm {fmt_s(c)}" if c is not None else "")
-                 + f"); {st['samples_per_s']:.1f} samples/s")
+                 + f"); {st['samples_per_s'] or 0.0:.1f} samples/s")
     if mem:
         if mem["kind"] == "cuda":
             L.append(f"peak memory (CUDA): allocated {fmt_bytes(mem['cuda_max_allocated_bytes'])}, reserved "
