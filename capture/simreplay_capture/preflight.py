@@ -96,7 +96,7 @@ def _clear_own_checkpoints(d: str) -> None:
         raise ProtocolError(f"--checkpoint-dir {d}: expected a directory, found a file")
     os.makedirs(d, exist_ok=True)
     names = sorted(os.listdir(d))
-    foreign = [n for n in names if not (n.startswith("step-") and n[5:].removesuffix("-async").isdigit()
+    foreign = [n for n in names if not (n.startswith("step-") and (n[5:-6] if n.endswith("-async") else n[5:]).isdigit()
                                         and os.path.isdir(os.path.join(d, n)))]
     if foreign:
         raise ProtocolError(f"--checkpoint-dir {d}: expected an empty directory or an earlier preflight's "

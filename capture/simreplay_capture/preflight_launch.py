@@ -31,6 +31,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _group_kw(pgid: int) -> Dict[str, Any]:
+    """Popen arguments that put the child in process group `pgid` (0: a new group led by the child)."""
+    if sys.version_info >= (3, 11):
+        return {"process_group": pgid}
+    return {"preexec_fn": lambda: os.setpgid(0, pgid)}  # before 3.11 Popen has no process_group
+
+
 class Phase:
     """The N rank processes of one phase (train, reference or restore)."""
 
@@ -62,7 +69,7 @@ class Phase:
                     p = subprocess.Popen([sys.executable, "-m", "simreplay_capture.preflight", "_child", role,
                                           spec_path], env=env, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.PIPE if role == "train" else lf, stderr=lf,
-                                         process_group=0 if r == 0 else self.pgid)
+                                         **_group_kw(0 if r == 0 else self.pgid))
                 except BaseException:
                     self.kill()
                     raise
