@@ -153,9 +153,10 @@ class PreflightRun:
         }
         try:
             v = ck.verify_dir(sdir, load=False)
-            ok = v["files"] == world
+            va = ck.verify_dir(sdir + "-async", load=False)
+            ok = v["files"] == world and va["files"] == world
             self.checks.set("checkpoint_saved", ok, f"{v['files']} file(s), {v['bytes']} bytes and the manifest in "
-                            f"{sdir}; async copy in {sdir}-async")
+                            f"{sdir}; the async save's {va['files']} file(s) and manifest in {sdir}-async")
         except ck.CheckpointError as e:
             self.checks.set("checkpoint_saved", False, str(e))
         self.checks.set("async_identical", identical,
