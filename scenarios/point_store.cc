@@ -1,6 +1,7 @@
 #include "scenarios/point_store.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -212,6 +213,29 @@ Status PointStore::Clear() const {
     }
   }
   return Status::Ok();
+}
+
+size_t PointStore::RemoveStaleTemporaries() const {
+  char host[256] = "host";
+  ::gethostname(host, sizeof(host) - 1);
+  const std::string mine = std::string(".tmp.") + host + ".";
+  size_t removed = 0;
+  for (const char* sub : {"points", "failed"}) {
+    std::error_code ec;
+    fs::directory_iterator it(fs::path(dir_) / sub, ec);
+    if (ec) continue;
+    for (const auto& entry : it) {
+      const std::string name = entry.path().filename().string();
+      const size_t at = name.rfind(mine);
+      if (at == std::string::npos) continue;
+      const std::string pid_text = name.substr(at + mine.size());
+      if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+      if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or unknown
+      if (fs::remove(entry.path(), ec)) ++removed;
+    }
+  }
+  return removed;
 }
 
 Result<std::vector<bool>> PointStore::Finished() const {

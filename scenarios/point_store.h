@@ -52,6 +52,9 @@ class PointStore {
   Status Prepare() const;
   // Removes every point and failure file (a sweep started afresh). Other files are left alone.
   Status Clear() const;
+  // Removes the temporaries that writers on this host left when they were killed (their pid is gone).
+  // Temporaries of other hosts are left: their writers may still be alive. Returns how many went.
+  size_t RemoveStaleTemporaries() const;
   // Which points of this sweep are finished. Fails (kInvalidArgument) when points/ holds a point of
   // another sweep, or (kCorruption) a point file that does not parse: a directory holds one sweep.
   Result<std::vector<bool>> Finished() const;

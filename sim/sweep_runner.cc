@@ -22,6 +22,7 @@ Result<SweepRunSummary> RunSweepShard(const std::vector<scenarios::SweepPoint>& 
                                       const scenarios::PointStore& store, const SweepRunOptions& options) {
   SweepRunSummary summary;
   SIMREPLAY_RETURN_IF_ERROR(store.Prepare());
+  store.RemoveStaleTemporaries();  // left by a writer of this host that was killed mid-write
   // Even a fresh shard reads what is there: it refuses a directory that holds another sweep's points.
   auto finished = store.Finished();
   if (!finished.ok()) return finished.status();

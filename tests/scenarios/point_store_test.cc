@@ -3,6 +3,8 @@
 #include "scenarios/point_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -74,6 +76,23 @@ TEST(PointStore, TemporariesOfAKilledWriterAreIgnored) {
   auto finished = store.Finished();
   ASSERT_TRUE(finished.ok()) << finished.status().message();
   EXPECT_EQ(*finished, (std::vector<bool>{true, false}));
+
+  // Of this host's temporaries, the dead writer's goes and the live one's (this process) stays;
+  // another host's stays whatever its pid.
+  char host[256] = "host";
+  ::gethostname(host, sizeof(host) - 1);
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const fs::path dead_tmp = dir / "points" / ("000001.json.tmp." + std::string(host) + "." + std::to_string(dead));
+  const fs::path live_tmp =
+      dir / "points" / ("000001.json.tmp." + std::string(host) + "." + std::to_string(::getpid()));
+  std::ofstream(dead_tmp) << "{";
+  std::ofstream(live_tmp) << "{";
+  EXPECT_EQ(store.RemoveStaleTemporaries(), 1u);
+  EXPECT_FALSE(fs::exists(dead_tmp));
+  EXPECT_TRUE(fs::exists(live_tmp));
+  EXPECT_TRUE(fs::exists(dir / "points" / "000001.json.tmp.node7.4242"));
 }
 
 TEST(PointStore, ShardsInSeveralDirectoriesMergeAndDuplicatesMustAgree) {
