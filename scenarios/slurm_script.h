@@ -25,6 +25,11 @@ struct SlurmOptions {
   double point_timeout_s = 0;                 // passed to what-if --point-timeout when > 0
   std::vector<std::string> extra_sbatch;      // further "#SBATCH" options, e.g. "--qos=short"
   std::string job_name = "simreplay-sweep";
+  // The verb each array task runs as `BINARY VERB SCENARIO --out DIR --shard I/N --resume --jobs C`
+  // (a planner can run its own verb), and the merge job's arguments after BINARY (default: `merge DIR
+  // --out DIR`).
+  std::string verb = "what-if";
+  std::vector<std::string> merge_args;
 };
 
 // Points per task aim at 8 (a task then amortises its start-up: loading traces, hashing inputs) and

@@ -64,6 +64,16 @@ TEST(SlurmScript, ArrayTaskRunsItsShardOfAFixedCountWithResume) {
   EXPECT_NE(m.find("exec '/opt/simreplay/bin/simreplay' merge '/shared/sweep/out' --out '/shared/sweep/out'\n"),
             std::string::npos)
       << m;
+
+  // Another verb (a planner's candidates) with its own merge step.
+  o.verb = "plan";
+  o.merge_args = {"plan", "/shared/plan.json", "--out", "/shared/sweep/out"};
+  EXPECT_NE(SweepArrayScript(o).find("exec '/opt/simreplay/bin/simreplay' plan '/shared/sweep/scenario.json' --out"),
+            std::string::npos);
+  EXPECT_NE(MergeScript(o).find("exec '/opt/simreplay/bin/simreplay' plan '/shared/plan.json' --out "
+                                "'/shared/sweep/out'\n"),
+            std::string::npos)
+      << MergeScript(o);
 }
 
 }  // namespace
