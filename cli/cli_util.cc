@@ -1,17 +1,22 @@
 #include "cli/cli_util.h"
 
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "cli/verb_registry.h"
 
 namespace simreplay::cli {
 
-int Fail(const std::string& verb, const Status& status) {
-  std::fprintf(stderr, "%s: %s\n", verb.c_str(), status.message().c_str());
+int ExitCodeOf(const Status& status) {
   switch (status.code()) {
+    case Status::Code::kOk:
+      return kExitOk;
     case Status::Code::kInvalidArgument:
     case Status::Code::kNotFound:
     case Status::Code::kCorruption:
@@ -19,6 +24,11 @@ int Fail(const std::string& verb, const Status& status) {
     default:
       return kExitFailure;
   }
+}
+
+int Fail(const std::string& verb, const Status& status) {
+  std::fprintf(stderr, "%s: %s\n", verb.c_str(), status.message().c_str());
+  return ExitCodeOf(status);
 }
 
 Status MakeDirectories(const std::string& dir) {
@@ -29,5 +39,72 @@ Status MakeDirectories(const std::string& dir) {
 }
 
 bool StderrIsTty() { return ::isatty(STDERR_FILENO) != 0; }
+
+Status WriteAndPrintSweep(const std::string& out_dir, const std::string& scenario_file,
+                          const std::vector<scenarios::SweepResult>& results) {
+  SIMREPLAY_RETURN_IF_ERROR(MakeDirectories(out_dir));
+  SIMREPLAY_RETURN_IF_ERROR(scenarios::WriteSweepFiles(out_dir, scenario_file, results));
+  std::fputs(scenarios::SweepTable(results).c_str(), stdout);
+  std::printf("accelerator: %s (%s)\n", results[0].result["accelerator"].get<std::string>().c_str(),
+              results[0].result["accelerator_note"].get<std::string>().c_str());
+  std::printf("wrote %s/results.csv, %s/results.json, %s/report.html\n", out_dir.c_str(), out_dir.c_str(),
+              out_dir.c_str());
+  return Status::Ok();
+}
+
+Result<std::string> RunCommand(const std::vector<std::string>& argv) {
+  std::string shown;
+  for (const auto& a : argv) shown += (shown.empty() ? "" : " ") + a;
+  int fds[2];
+  if (::pipe(fds) != 0) return Status::IoError(shown + ": pipe: " + std::strerror(errno));
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return Status::IoError(shown + ": fork: " + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "%s: cannot run: %s\n", argv[0].c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buffer[4096];
+  while (true) {
+    ssize_t n = ::read(fds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    return Status::IoError(shown + ": failed (" +
+                           (WIFEXITED(wstatus) ? "exit status " + std::to_string(WEXITSTATUS(wstatus))
+                                               : "signal " + std::to_string(WTERMSIG(wstatus))) +
+                           (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 127 ? ", not found in PATH?" : "") + ")");
+  }
+  return out;
+}
+
+std::string AbsolutePath(const std::string& path) {
+  std::error_code ec;
+  auto absolute = std::filesystem::absolute(path, ec);
+  std::string normal = (ec ? std::filesystem::path(path) : absolute).lexically_normal().string();
+  while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+  return normal;
+}
 
 }  // namespace simreplay::cli

@@ -52,7 +52,10 @@ int RunSimulate(int argc, char** argv) {
     std::filesystem::rename(timeline_pending, out_dir + "/timeline.json", ec);
     if (ec) s = Status::IoError(out_dir + "/timeline.json: " + ec.message());
   }
-  if (!s.ok()) return Fail(verb, s);
+  if (!s.ok()) {
+    std::filesystem::remove(timeline_pending);  // a full disk must not leave the pending timeline behind
+    return Fail(verb, s);
+  }
   const auto& m = (*result)["metrics"];
   std::printf("accelerator: %s (%s)\n", (*result)["accelerator"].get<std::string>().c_str(),
               (*result)["accelerator_note"].get<std::string>().c_str());

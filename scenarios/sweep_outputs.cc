@@ -1,9 +1,15 @@
 #include "scenarios/sweep_outputs.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <map>
+#include <memory>
 
 #include <fmt/format.h>
+
+#include "common/atomic_file.h"
 
 namespace simreplay::scenarios {
 
@@ -234,6 +240,27 @@ std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepR
     html += "</ul>\n";
   }
   return html + "</body></html>\n";
+}
+
+Status WriteSweepFiles(const std::string& dir, const std::string& scenario_path,
+                       const std::vector<SweepResult>& points) {
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {dir + "/results.csv", SweepCsv(points)},
+      {dir + "/results.json", SweepJson(scenario_path, points).dump(2) + "\n"},
+      {dir + "/report.html", SweepHtml(scenario_path, points)}};
+  // All three temporaries are written before any is renamed, so a full disk leaves the previous
+  // outputs (or none) rather than a new CSV beside an old report.
+  std::vector<std::unique_ptr<AtomicFile>> pending;
+  for (const auto& [path, content] : files) {
+    pending.push_back(std::make_unique<AtomicFile>(path));
+    std::ofstream out(pending.back()->temp_path(), std::ios::binary | std::ios::trunc);
+    if (!out) return Status::IoError(path + ": cannot open for writing: " + std::strerror(errno));
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.close();
+    if (!out) return Status::IoError(path + ": write failed: " + std::strerror(errno));
+  }
+  for (auto& file : pending) SIMREPLAY_RETURN_IF_ERROR(file->Commit());
+  return Status::Ok();
 }
 
 }  // namespace simreplay::scenarios

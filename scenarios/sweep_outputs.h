@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
 #include "scenarios/scenario.h"
 
 namespace simreplay::scenarios {
@@ -26,5 +27,10 @@ std::string SweepCsv(const std::vector<SweepResult>& points);
 nlohmann::json SweepJson(const std::string& scenario_path, const std::vector<SweepResult>& points);
 std::string SweepTable(const std::vector<SweepResult>& points);
 std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepResult>& points);
+
+// Writes DIR/results.csv, DIR/results.json and DIR/report.html, each atomically. `what-if` and `merge`
+// both write through here, so a merged sweep is byte-identical to one simulated in a single process.
+Status WriteSweepFiles(const std::string& dir, const std::string& scenario_path,
+                       const std::vector<SweepResult>& points);
 
 }  // namespace simreplay::scenarios
