@@ -399,6 +399,13 @@ class DistributedCapture:
         if self._closed:
             return
         self._closed = True
+        # Let completion callbacks still running on communication threads finish (and drop their
+        # references) while this thread sleeps without the GIL: tearing the process group down while one
+        # of them waits for the GIL deadlocks torch 1.13's ~ProcessGroupGloo.
+        deadline = time.monotonic() + 5.0
+        while self._in_flight and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(0.05)
         dist = self._dist
         for name, fn in self._orig.items():
             setattr(dist, name, fn)

@@ -134,6 +134,30 @@ def test_two_ranks_under_torchrun(tmp_path):
     true_shift = traces[1].manifest["t0_monotonic_ns"] - traces[0].manifest["t0_monotonic_ns"]
     assert abs(c1["to_reference_ns"] - true_shift) <= c1["uncertainty_ns"]
     assert traces[0].manifest["distributed"]["clock"]["to_reference_ns"] == 0
+    _check_merge(tmp_path, traces, true_shift)
+
+
+def _check_merge(tmp_path, traces, true_shift):
+    """`simreplay merge-traces` on the two rank traces (when the binary is known: ctest sets it)."""
+    binary = os.environ.get("SIMREPLAY_BINARY")
+    if not binary or not os.path.exists(binary):
+        return
+    out = tmp_path / "merged.jsonl.gz"
+    p = subprocess.run([binary, "merge-traces", traces[1].path, traces[0].path, "--out", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    m = sc.read_trace(str(out))
+    inputs = m.manifest["merged"]["inputs"]
+    assert [i["rank"] for i in inputs] == [0, 1] and m.manifest["ranks"] == [0, 1]
+    # the earliest t0 becomes 0: the later rank's shift is |t0_1 - t0_0| (within the alignment bound)
+    unc = inputs[1]["uncertainty_ns"]
+    assert abs(abs(inputs[1]["shift_ns"] - inputs[0]["shift_ns"]) - abs(true_shift)) <= unc
+    steps = m.of("step")
+    assert sorted(st["rank"] for st in steps) == [0, 0, 0, 1, 1, 1]
+    assert all(c["t_start_ns"] >= 0 for c in m.of("collective"))
+    bad = subprocess.run([binary, "merge-traces", traces[0].path, traces[0].path, "--out", str(tmp_path / "x")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 3 and "one trace per rank" in bad.stderr
 
 
 def test_probe_network_two_local_ranks(tmp_path):

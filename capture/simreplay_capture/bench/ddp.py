@@ -192,7 +192,7 @@ def run_ddp(args: argparse.Namespace) -> Dict[str, Any]:
             "trace": None if args.no_capture else rec.path, "straggler": rank == args.straggler_rank}
     everyone: List[Any] = [None] * world
     dist.all_gather_object(everyone, mine)
-    dist.destroy_process_group()
+    # no destroy_process_group(): the process leaves with os._exit (main_ddp), see the note there
     walls = [e["wall_s"] for e in everyone]
     total = sum(e["samples"] for e in everyone)
     summary = dict(mine)
