@@ -38,9 +38,12 @@ Result<double> Number(const nlohmann::json& j, const std::string& key, const std
 double AllReduceBusFactor(int n) { return n > 1 ? 2.0 * (n - 1) / n : 1.0; }
 
 nlohmann::json FitJson(const AlphaBetaFit& f) {
-  return {{"alpha_s", f.alpha_s},  {"algbw_bytes_per_s", f.algbw_bytes_per_s},
-          {"r2", f.r2},            {"mape", f.mape},
-          {"points", f.points},    {"size_range_bytes", {f.min_bytes, f.max_bytes}},
+  return {{"alpha_s", f.alpha_s},
+          {"algbw_bytes_per_s", f.algbw_bytes_per_s},
+          {"r2", f.r2},
+          {"mape", f.mape},
+          {"points", f.points},
+          {"size_range_bytes", {f.min_bytes, f.max_bytes}},
           {"low_confidence", f.points < 4 || f.mape > 0.25}};
 }
 
@@ -121,11 +124,13 @@ Result<NetworkProbe> LoadNetworkProbe(const std::string& path) {
   if (!nodes.ok()) return nodes.status();
   p.nodes = static_cast<int>(*nodes);
   if (!j.contains("results") || !j["results"].is_array() || j["results"].empty())
-    return Bad(path, "expected a non-empty array 'results', found " + (j.contains("results") ? j["results"].dump() : "none"));
+    return Bad(path,
+               "expected a non-empty array 'results', found " + (j.contains("results") ? j["results"].dump() : "none"));
   for (size_t i = 0; i < j["results"].size(); ++i) {
     const nlohmann::json& r = j["results"][i];
     std::string where = path + ": results[" + std::to_string(i) + "]";
-    if (!r.is_object() || !r.contains("op") || !r["op"].is_string()) return Bad(where, "expected an object with a string 'op'");
+    if (!r.is_object() || !r.contains("op") || !r["op"].is_string())
+      return Bad(where, "expected an object with a string 'op'");
     auto bytes = Number(r, "bytes", where, true);
     if (!bytes.ok()) return bytes.status();
     auto t = Number(r, "time_s", where, true);
@@ -198,11 +203,14 @@ NetworkFitResult FitNetwork(const NetworkProbe* probe, const TraceCollectives* t
       auto f = FitAlphaBeta(pts);
       ops[op] = f.ok() ? FitJson(*f) : nlohmann::json{{"error", f.status().message()}};
     }
-    r.fit_quality["probe"] = {{"path", probe->path},     {"backend", probe->backend},
-                              {"world_size", probe->world_size}, {"nodes", probe->nodes},
-                              {"link_rate_bits_per_s", probe->link_rate_bits_per_s}, {"ops", ops}};
-    r.provenance = {{"path", probe->path}, {"world_size", probe->world_size}, {"nodes", probe->nodes},
-                    {"backend", probe->backend}};
+    r.fit_quality["probe"] = {{"path", probe->path},
+                              {"backend", probe->backend},
+                              {"world_size", probe->world_size},
+                              {"nodes", probe->nodes},
+                              {"link_rate_bits_per_s", probe->link_rate_bits_per_s},
+                              {"ops", ops}};
+    r.provenance = {
+        {"path", probe->path}, {"world_size", probe->world_size}, {"nodes", probe->nodes}, {"backend", probe->backend}};
     auto it = probe->points.find("all_reduce");
     if (probe->world_size < 2) {
       r.warnings.push_back("network probe " + probe->path + " ran on one rank: collective parameters not set from it");
@@ -219,13 +227,15 @@ NetworkFitResult FitNetwork(const NetworkProbe* probe, const TraceCollectives* t
       r.info["collective.alpha_s"] = {false, src + ", alpha / 2(n-1)"};
       r.info["collective.bus_bytes_per_s"] = {false, src + ", busbw = algbw 2(n-1)/n"};
       fitted = true;
-      if (f->mape > 0.25) r.warnings.push_back("network probe all_reduce fit is poor (MAPE " + std::to_string(f->mape) + ")");
+      if (f->mape > 0.25)
+        r.warnings.push_back("network probe all_reduce fit is poor (MAPE " + std::to_string(f->mape) + ")");
     }
   }
   if (traces != nullptr && traces->steps_with_collectives > 0) {
     r.collective.gradient_bytes = traces->gradient_bytes_per_step;
-    r.info["collective.gradient_bytes"] = {false, "median all-reduce bytes per step of the traces' collective records (" +
-                                                      std::to_string(traces->steps_with_collectives) + " steps)"};
+    r.info["collective.gradient_bytes"] = {false,
+                                           "median all-reduce bytes per step of the traces' collective records (" +
+                                               std::to_string(traces->steps_with_collectives) + " steps)"};
     nlohmann::json tq = {{"world_size", traces->world_size},
                          {"steps", traces->steps_with_collectives},
                          {"gradient_bytes_per_step", traces->gradient_bytes_per_step},
@@ -274,6 +284,13 @@ void ApplyNetworkFit(const NetworkFitResult& fit, models::ModelParams* model) {
   if (!fit.fit_quality.empty()) model->extra["fit_quality"]["network"] = fit.fit_quality;
   if (!fit.provenance.empty()) model->extra["provenance"]["network_probe"] = fit.provenance;
   for (const std::string& w : fit.warnings) model->extra["warnings"].push_back(w);
+}
+
+void DropSupersededWarnings(const NetworkFitResult& fit, std::vector<std::string>* warnings) {
+  if (!fit.info.count("collective.bus_bytes_per_s")) return;
+  // The trace stage says alpha-beta is assumed when it sees one world size; this stage measured it.
+  std::erase_if(*warnings,
+                [](const std::string& w) { return w.find("alpha-beta parameters are assumed") != std::string::npos; });
 }
 
 }  // namespace simreplay::calibrate

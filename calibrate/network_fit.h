@@ -85,4 +85,7 @@ NetworkFitResult FitNetwork(const NetworkProbe* probe, const TraceCollectives* t
 // extra.provenance.network_probe, and the warnings.
 void ApplyNetworkFit(const NetworkFitResult& fit, models::ModelParams* model);
 
+// Removes the earlier stages' "alpha-beta parameters are assumed" warning when this fit measured them.
+void DropSupersededWarnings(const NetworkFitResult& fit, std::vector<std::string>* warnings);
+
 }  // namespace simreplay::calibrate

@@ -67,6 +67,12 @@ int RunCalibrate(int argc, char** argv) {
     if (!collectives.ok()) return Fail(verb, collectives.status());
     if (probe || collectives->steps_with_collectives > 0) {
       auto fit = calibrate::FitNetwork(probe ? &*probe : nullptr, &*collectives, result->model.collective);
+      calibrate::DropSupersededWarnings(fit, &result->warnings);
+      if (result->model.extra.contains("warnings") && result->model.extra["warnings"].is_array()) {
+        auto ws = result->model.extra["warnings"].get<std::vector<std::string>>();
+        calibrate::DropSupersededWarnings(fit, &ws);
+        result->model.extra["warnings"] = ws;
+      }
       calibrate::ApplyNetworkFit(fit, &result->model);
       for (const auto& w : fit.warnings) result->warnings.push_back(w);
     }

@@ -32,7 +32,8 @@ int RunMergeTraces(int argc, char** argv) {
   options.align_clocks = !no_align;
   auto merged = replay::MergeTraces(inputs, out_path, options);
   if (!merged.ok()) return Fail("simreplay merge-traces", merged.status());
-  for (const std::string& w : merged->warnings) std::fprintf(stderr, "simreplay merge-traces: warning: %s\n", w.c_str());
+  for (const std::string& w : merged->warnings)
+    std::fprintf(stderr, "simreplay merge-traces: warning: %s\n", w.c_str());
   std::printf("merged %zu rank(s) of world size %lld -> %s\n", merged->inputs.size(),
               static_cast<long long>(merged->world_size), out_path.c_str());
   for (const replay::MergedInput& in : merged->inputs) {
@@ -45,7 +46,6 @@ int RunMergeTraces(int argc, char** argv) {
 
 }  // namespace
 
-SIMREPLAY_REGISTER_VERB("merge-traces", "join per-rank traces of a distributed run (clocks aligned)",
-                        RunMergeTraces);
+SIMREPLAY_REGISTER_VERB("merge-traces", "join per-rank traces of a distributed run (clocks aligned)", RunMergeTraces);
 
 }  // namespace simreplay::cli

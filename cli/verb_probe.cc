@@ -7,8 +7,8 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -130,12 +130,23 @@ int RunProbeNetwork(const NetworkProbeArgs& a) {
     std::fprintf(stderr, "%scannot find the simreplay_capture package (set SIMREPLAY_CAPTURE_PATH)\n", kNet);
     return kExitFailure;
   }
-  std::vector<std::string> argv = {a.python,        "-m",          "simreplay_capture.probe_network",
-                                   "--out",         a.out,         "--nprocs",
-                                   std::to_string(a.nprocs), "--min-bytes", a.min_bytes,
-                                   "--max-bytes",   a.max_bytes,   "--factor",
-                                   std::to_string(a.factor), "--budget-s", std::to_string(a.budget_s),
-                                   "--backend",     a.backend};
+  std::vector<std::string> argv = {a.python,
+                                   "-m",
+                                   "simreplay_capture.probe_network",
+                                   "--out",
+                                   a.out,
+                                   "--nprocs",
+                                   std::to_string(a.nprocs),
+                                   "--min-bytes",
+                                   a.min_bytes,
+                                   "--max-bytes",
+                                   a.max_bytes,
+                                   "--factor",
+                                   std::to_string(a.factor),
+                                   "--budget-s",
+                                   std::to_string(a.budget_s),
+                                   "--backend",
+                                   a.backend};
   if (!a.ops.empty()) {
     argv.push_back("--ops");
     argv.push_back(a.ops);
@@ -178,8 +189,8 @@ int RunProbeNetwork(const NetworkProbeArgs& a) {
       std::fprintf(stderr, "  %-15s %s\n", op.c_str(), f.status().message().c_str());
       continue;
     }
-    std::fprintf(stderr, "  %-15s alpha %9.3f us  algbw %10.4f GB/s  R2 %.3f  MAPE %.1f%%  (%d sizes)\n",
-                 op.c_str(), f->alpha_s * 1e6, f->algbw_bytes_per_s / 1e9, f->r2, f->mape * 100, f->points);
+    std::fprintf(stderr, "  %-15s alpha %9.3f us  algbw %10.4f GB/s  R2 %.3f  MAPE %.1f%%  (%d sizes)\n", op.c_str(),
+                 f->alpha_s * 1e6, f->algbw_bytes_per_s / 1e9, f->r2, f->mape * 100, f->points);
   }
   return kExitOk;
 }
@@ -211,11 +222,16 @@ int RunProbeVerb(int argc, char** argv) {
   network->add_option("--nprocs", net.nprocs, "local ranks to start (ignored under torchrun)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  network->add_option("--ops", net.ops, "comma-separated subset of all_reduce,all_gather,reduce_scatter,broadcast,sendrecv");
+  network->add_option("--ops", net.ops,
+                      "comma-separated subset of all_reduce,all_gather,reduce_scatter,broadcast,sendrecv");
   network->add_option("--min-bytes", net.min_bytes, "smallest message (K/M/G suffixes)")->capture_default_str();
   network->add_option("--max-bytes", net.max_bytes, "largest message")->capture_default_str();
-  network->add_option("--factor", net.factor, "size multiplier between steps")->check(CLI::Range(2, 1024))->capture_default_str();
-  network->add_option("--budget-s", net.budget_s, "target timed seconds per size")->check(CLI::PositiveNumber)->capture_default_str();
+  network->add_option("--factor", net.factor, "size multiplier between steps")
+      ->check(CLI::Range(2, 1024))
+      ->capture_default_str();
+  network->add_option("--budget-s", net.budget_s, "target timed seconds per size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   network->add_option("--backend", net.backend, "auto, gloo or nccl")->check(CLI::IsMember({"auto", "gloo", "nccl"}));
   network->add_option("--python", net.python, "interpreter with torch")->capture_default_str();
   try {

@@ -94,8 +94,7 @@ Result<MergeSummary> MergeTraces(const std::vector<std::string>& paths, const st
     in.reader = std::move(*reader);
     if (in.world_size < 1 || in.info.rank < 0 || in.info.rank >= in.world_size) {
       return Status::InvalidArgument(path + ":1: expected manifest rank in [0, world_size), found rank " +
-                                     std::to_string(in.info.rank) + " of world_size " +
-                                     std::to_string(in.world_size));
+                                     std::to_string(in.info.rank) + " of world_size " + std::to_string(in.world_size));
     }
     inputs.push_back(std::move(in));
   }
@@ -105,18 +104,18 @@ Result<MergeSummary> MergeTraces(const std::vector<std::string>& paths, const st
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].world_size != summary.world_size) {
       return Status::InvalidArgument(inputs[i].info.path + ":1: expected world_size " +
-                                     std::to_string(summary.world_size) + " (as " + inputs[0].info.path +
-                                     "), found " + std::to_string(inputs[i].world_size));
+                                     std::to_string(summary.world_size) + " (as " + inputs[0].info.path + "), found " +
+                                     std::to_string(inputs[i].world_size));
     }
     if (i > 0 && inputs[i].info.rank == inputs[i - 1].info.rank) {
       return Status::InvalidArgument(inputs[i].info.path + ":1: expected one trace per rank, found rank " +
-                                     std::to_string(inputs[i].info.rank) + " again (also " +
-                                     inputs[i - 1].info.path + ")");
+                                     std::to_string(inputs[i].info.rank) + " again (also " + inputs[i - 1].info.path +
+                                     ")");
     }
   }
   if (static_cast<int64_t>(inputs.size()) != summary.world_size) {
-    summary.warnings.push_back("merged " + std::to_string(inputs.size()) + " of " +
-                               std::to_string(summary.world_size) + " ranks");
+    summary.warnings.push_back("merged " + std::to_string(inputs.size()) + " of " + std::to_string(summary.world_size) +
+                               " ranks");
   }
   // Wall-clock fallback is relative to the lowest rank present.
   const int64_t t0_time_ref = IntOr(inputs.front().reader->header().manifest, "t0_time_ns", -1);
@@ -124,7 +123,8 @@ Result<MergeSummary> MergeTraces(const std::vector<std::string>& paths, const st
   for (Input& in : inputs) {
     ChooseShift(in.reader->header().manifest, t0_time_ref, options.align_clocks, &in.info);
     if (in.info.method == "none") {
-      summary.warnings.push_back(in.info.path + ": no clock alignment (no distributed.clock, no t0_time_ns): "
+      summary.warnings.push_back(in.info.path +
+                                 ": no clock alignment (no distributed.clock, no t0_time_ns): "
                                  "its times stay on its own clock");
     } else if (in.info.method == "wall clock") {
       summary.warnings.push_back(in.info.path + ": aligned by wall-clock start only (no distributed.clock)");

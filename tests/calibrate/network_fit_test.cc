@@ -21,7 +21,10 @@ nlohmann::json ProbeDoc(int world_size) {
   nlohmann::json results = nlohmann::json::array();
   for (double s : {1024.0, 16384.0, 262144.0, 4194304.0, 16777216.0})
     results.push_back({{"op", "all_reduce"}, {"bytes", s}, {"time_s", 2e-3 + s / 1e8}});
-  return {{"schema", "simreplay.probe-network/1"}, {"backend", "gloo"}, {"world_size", world_size}, {"nodes", world_size},
+  return {{"schema", "simreplay.probe-network/1"},
+          {"backend", "gloo"},
+          {"world_size", world_size},
+          {"nodes", world_size},
           {"results", results}};
 }
 
@@ -36,9 +39,7 @@ TEST(NetworkFit, FitAlphaBetaRecoversAnExactLine) {
   EXPECT_NEAR(f->mape, 0.0, 1e-9);
 }
 
-TEST(NetworkFit, FitAlphaBetaNeedsTwoSizes) {
-  EXPECT_FALSE(FitAlphaBeta({{1024, 1e-3}, {1024, 2e-3}}).ok());
-}
+TEST(NetworkFit, FitAlphaBetaNeedsTwoSizes) { EXPECT_FALSE(FitAlphaBeta({{1024, 1e-3}, {1024, 2e-3}}).ok()); }
 
 TEST(NetworkFit, ProbeSetsRingParametersThatReproduceTheFitAtItsWorldSize) {
   auto probe = LoadNetworkProbe(Write("p2.json", ProbeDoc(2).dump()));
@@ -99,7 +100,7 @@ TEST(NetworkFit, TracesGiveGradientBytesAndAFitWithoutProbe) {
     st.step_ns = 100'000'000;
     ASSERT_TRUE((*w)->Write(st).ok());
     for (auto [bytes, ns] : {std::pair{1e6, 12'000'000}, std::pair{3e6, 32'000'000}}) {
-      nlohmann::json c = {{"rank", 0},          {"step", s},      {"op", "all_reduce"}, {"bytes", bytes},
+      nlohmann::json c = {{"rank", 0},       {"step", s},         {"op", "all_reduce"}, {"bytes", bytes},
                           {"t_start_ns", 0}, {"duration_ns", ns}, {"world_size", 2}};
       ASSERT_TRUE((*w)->Write(replay::OtherRecord{"collective", c}).ok());
     }

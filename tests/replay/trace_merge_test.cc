@@ -33,7 +33,7 @@ std::string WriteRank(const std::string& name, int rank, int world, const nlohma
   HostRecord host;
   host.t_ns = 500;
   EXPECT_TRUE((*w)->Write(host).ok());
-  nlohmann::json coll = {{"rank", rank}, {"step", 0},        {"op", "all_reduce"}, {"bytes", 1024},
+  nlohmann::json coll = {{"rank", rank},       {"step", 0},         {"op", "all_reduce"}, {"bytes", 1024},
                          {"t_start_ns", 2000}, {"duration_ns", 30}, {"world_size", world}};
   EXPECT_TRUE((*w)->Write(OtherRecord{"collective", coll}).ok());
   EXPECT_TRUE((*w)->Close().ok());
