@@ -92,16 +92,23 @@ def bootstrap_median(xs: List[float], resamples: int, seed: int, conf: float) ->
 
 
 def measured_metrics(summary: Dict[str, Any]) -> Dict[str, float]:
+    # step time = interval between consecutive optimizer-step ends (data wait + step), the simulator's
+    # definition, averaged over ranks; the bench's own step_time_s excludes the data wait
+    ranks = summary.get("ranks") or [summary]
+    if all("step_interval_s" in r for r in ranks):
+        step = statistics.mean(r["step_interval_s"]["mean"] for r in ranks)
+    else:  # older summaries: the window over its steps
+        step = statistics.mean(r["wall_s"] for r in ranks) / max(1, summary["batches"])
     return {"train_throughput_samples_per_s": summary["throughput_samples_per_s"],
-            "step_time_s": summary["step_time_s"]["mean"],
+            "step_time_s": step,
             "gpu_idle_fraction": summary["gpu_idle_fraction"],
             "collective_time_s": summary["collective_time_s"]["mean"],
             "data_wait_s": summary["data_wait_s"]["mean"]}
 
 
-def calibrate(binary: str, trace: str, probe: str, model: str) -> None:
-    p = subprocess.run([binary, "calibrate", trace, "--network-probe", probe, "--out", model, "--no-self-check"],
-                       capture_output=True, text=True)
+def calibrate(binary: str, trace: str, probe: str, model: str, extra: List[str]) -> None:
+    p = subprocess.run([binary, "calibrate", trace, "--network-probe", probe, "--out", model, "--no-self-check",
+                        *extra], capture_output=True, text=True)
     with open(model + ".log", "w") as f:
         f.write(p.stdout + p.stderr)
     if p.returncode != 0:
@@ -154,6 +161,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--reps", type=int, default=0)
     ap.add_argument("--ingest", action="store_true", help="re-analyse the runs already in --out")
     args = ap.parse_args(argv)
+    args.bin = os.path.abspath(args.bin)
     if os.geteuid() != 0:
         print("multinode suite: needs root for the network namespaces (validation/netns); skipped", file=sys.stderr)
         return 77
@@ -165,7 +173,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "--images", "320", "--videos", "8", "--frames", "8", "--formats", "files,tar", "--seed", "0"],
                        env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture")), check=True)
     spec["dataset_samples"] = json.load(open(os.path.join(args.data, "dataset.json")))["files"]
-    out = args.out
+    out = os.path.abspath(args.out)
     index_path = os.path.join(out, "runs.json")
     cases = spec["cases"]
     if not args.ingest:
@@ -237,7 +245,7 @@ def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: 
         os.makedirs(os.path.dirname(model), exist_ok=True)
         try:
             if not os.path.exists(model):
-                calibrate(binary, measured[src]["calibration_trace"], probe, model)
+                calibrate(binary, measured[src]["calibration_trace"], probe, model, cal.get("args", []))
             pred = predict(binary, spec, cfg, model, os.path.join(out, "predictions", c["name"]))
         except (RuntimeError, KeyError, OSError) as e:
             entry["error"] = str(e)

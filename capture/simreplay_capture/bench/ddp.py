@@ -138,6 +138,8 @@ def run_ddp(args: argparse.Namespace) -> Dict[str, Any]:
     steps: List[float] = []
     comms: List[float] = []
     computes: List[float] = []
+    intervals: List[float] = []  # between consecutive step ends: wait + step, the simulator's step_time_s
+    t_prev_end: Optional[float] = None
     n = samples_after = epoch = 0
     t_warm: Optional[float] = None
     t_start = time.perf_counter()
@@ -168,6 +170,9 @@ def run_ddp(args: argparse.Namespace) -> Dict[str, Any]:
                     if device.type == "cuda":
                         torch.cuda.synchronize()
                 t2 = time.perf_counter()
+                if n >= args.warmup_steps and t_prev_end is not None:
+                    intervals.append(t2 - t_prev_end)
+                t_prev_end = t2
                 if n >= args.warmup_steps:
                     samples_after += int(batch["index"].numel())
                     waits.append(t1 - t0)
@@ -187,6 +192,7 @@ def run_ddp(args: argparse.Namespace) -> Dict[str, Any]:
     mine = {"rank": rank, "samples": samples_after, "wall_s": wall,
             "throughput_samples_per_s": samples_after / wall if wall > 0 else 0.0,
             "data_wait_s": _stats(waits), "step_time_s": _stats(steps), "collective_time_s": _stats(comms),
+            "step_interval_s": _stats(intervals),
             "gpu_idle_fraction": max(0.0, 1 - sum(computes) / wall) if wall > 0 else None,
             "time_to_first_batch_s": t_first, "peak_host_memory_bytes": peak,
             "trace": None if args.no_capture else rec.path, "straggler": rank == args.straggler_rank}
