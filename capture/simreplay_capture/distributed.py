@@ -260,7 +260,7 @@ class _Step:
         t0 = self.inner.t0
         with dc._lock:
             spans = [(c["_t0"], c["_t0"] + c["duration_ns"]) for c in dc._done if c["step"] == dc._step]
-            spans += [(t, t1) for t in dc._in_flight.values()]
+            spans += [(t, t1) for t, _ in dc._in_flight.values()]
             n = sum(1 for c in dc._done if c["step"] == dc._step) + len(dc._in_flight)
         comm = exposed_length(spans, dc._compute, t0, t1)
         self.inner.comm_ns = comm
@@ -298,7 +298,7 @@ class DistributedCapture:
         self.rec = rec
         self._lock = threading.Lock()
         self._done: List[Dict[str, Any]] = []
-        self._in_flight: Dict[int, int] = {}
+        self._in_flight: Dict[int, Tuple[int, int]] = {}  # id -> (issue time, step it was issued in)
         self._next_id = 0
         self._step = -1
         self._compute: List[Tuple[int, int]] = []
@@ -453,12 +453,14 @@ class DistributedCapture:
         with self._lock:
             cid = self._next_id
             self._next_id += 1
-            self._in_flight[cid] = _perf()
+            self._in_flight[cid] = (_perf(), self._step)
         return cid
 
     def _end(self, cid: int, op: str, nbytes: int, t0: int, t1: int, **extra: Any) -> None:
         rec = self.rec
-        r = {"type": "collective", "rank": self.rank, "step": self._step, "op": _OP_NAMES.get(op, op),
+        with self._lock:
+            step = self._in_flight.get(cid, (0, self._step))[1]
+        r = {"type": "collective", "rank": self.rank, "step": step, "op": _OP_NAMES.get(op, op),
              "bytes": int(nbytes), "t_start_ns": t0 - rec.t0, "duration_ns": max(0, t1 - t0),
              "world_size": self.world_size, "_t0": t0}
         r.update(extra)
