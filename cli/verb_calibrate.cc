@@ -3,10 +3,12 @@
 // simulates each captured configuration and prints predicted vs measured (stored as "self_check").
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
 #include "calibrate/calibrator.h"
+#include "calibrate/network_fit.h"
 #include "cli/cli_util.h"
 #include "cli/verb_registry.h"
 #include "common/atomic_file.h"
@@ -40,6 +42,9 @@ int RunCalibrate(int argc, char** argv) {
                  "each other down)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--no-self-check", no_self_check, "skip simulating the captured configurations");
+  std::string network_probe;
+  app.add_option("--network-probe", network_probe,
+                 "network probe document (simreplay probe network): sets the collective parameters");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -49,6 +54,29 @@ int RunCalibrate(int argc, char** argv) {
   options.model_path = out;
   auto result = calibrate::Calibrate(options);
   if (!result.ok()) return Fail(verb, result.status());
+  // The network stage (calibrate/network_fit.h): collective parameters from the probe and the traces'
+  // collective records.
+  {
+    std::optional<calibrate::NetworkProbe> probe;
+    if (!network_probe.empty()) {
+      auto loaded = calibrate::LoadNetworkProbe(network_probe);
+      if (!loaded.ok()) return Fail(verb, loaded.status());
+      probe = std::move(*loaded);
+    }
+    auto collectives = calibrate::ReadTraceCollectives(options.traces);
+    if (!collectives.ok()) return Fail(verb, collectives.status());
+    if (probe || collectives->steps_with_collectives > 0) {
+      auto fit = calibrate::FitNetwork(probe ? &*probe : nullptr, &*collectives, result->model.collective);
+      calibrate::DropSupersededWarnings(fit, &result->warnings);
+      if (result->model.extra.contains("warnings") && result->model.extra["warnings"].is_array()) {
+        auto ws = result->model.extra["warnings"].get<std::vector<std::string>>();
+        calibrate::DropSupersededWarnings(fit, &ws);
+        result->model.extra["warnings"] = ws;
+      }
+      calibrate::ApplyNetworkFit(fit, &result->model);
+      for (const auto& w : fit.warnings) result->warnings.push_back(w);
+    }
+  }
 
   if (!no_self_check) {
     std::string dir = scenarios::DirectoryOf(out);
@@ -77,6 +105,10 @@ int RunCalibrate(int argc, char** argv) {
               m.gpu.distribution.c_str(), m.gpu.accelerator.c_str());
   std::printf("storage               latency %.3g s, bandwidth %.3g B/s, mode %s\n", m.storage.latency_s,
               m.storage.bandwidth_bytes_per_s, m.storage.mode.c_str());
+  if (m.collective.gradient_bytes > 0 || m.info.count("collective.bus_bytes_per_s")) {
+    std::printf("collective            alpha %.3g s, bus %.3g B/s, gradient %.0f B per step\n", m.collective.alpha_s,
+                m.collective.bus_bytes_per_s, m.collective.gradient_bytes);
+  }
   std::printf("memory                worker PSS %.1f MiB, main %.1f MiB\n", m.memory.worker_base_pss_bytes / (1 << 20),
               m.memory.main_base_bytes / (1 << 20));
   for (const auto& w : result->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());

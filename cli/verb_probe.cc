@@ -1,18 +1,25 @@
 // `simreplay probe storage PATH`: measures the storage under PATH (calibrate/storage_probe.h) and
 // writes a simreplay.probe/1 document (docs/probe-format.md).
 #include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "calibrate/network_fit.h"
 #include "calibrate/storage_probe.h"
 #include "cli/verb_registry.h"
 #include "common/atomic_file.h"
+#include "validation/runner.h"
 
 namespace simreplay::cli {
 namespace {
@@ -103,8 +110,93 @@ int RunProbeStorage(const std::string& dir, const std::string& out, int size_mb,
   return kExitOk;
 }
 
+// `simreplay probe network`: the microbenchmark itself is Python (it needs torch.distributed): this runs
+// `python3 -m simreplay_capture.probe_network` (local ranks, or this process's rank under torchrun), then
+// validates what it wrote and prints the fits.
+struct NetworkProbeArgs {
+  std::string out = "probe-network.json";
+  std::string python = "/usr/bin/python3";
+  std::string ops, min_bytes = "1K", max_bytes = "64M", backend = "auto";
+  int nprocs = 2, factor = 4;
+  double budget_s = 0.3;
+};
+
+extern "C" char** environ;
+
+int RunProbeNetwork(const NetworkProbeArgs& a) {
+  constexpr const char* kNet = "simreplay probe network: ";
+  std::string capture = validation::FindCapturePath();
+  if (capture.empty()) {
+    std::fprintf(stderr, "%scannot find the simreplay_capture package (set SIMREPLAY_CAPTURE_PATH)\n", kNet);
+    return kExitFailure;
+  }
+  std::vector<std::string> argv = {a.python,
+                                   "-m",
+                                   "simreplay_capture.probe_network",
+                                   "--out",
+                                   a.out,
+                                   "--nprocs",
+                                   std::to_string(a.nprocs),
+                                   "--min-bytes",
+                                   a.min_bytes,
+                                   "--max-bytes",
+                                   a.max_bytes,
+                                   "--factor",
+                                   std::to_string(a.factor),
+                                   "--budget-s",
+                                   std::to_string(a.budget_s),
+                                   "--backend",
+                                   a.backend};
+  if (!a.ops.empty()) {
+    argv.push_back("--ops");
+    argv.push_back(a.ops);
+  }
+  std::vector<std::string> env;
+  const char* old = std::getenv("PYTHONPATH");
+  env.push_back("PYTHONPATH=" + capture + (old && *old ? std::string(":") + old : ""));
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env.emplace_back(*e);
+  std::vector<char*> cargv, cenv;
+  for (auto& s : argv) cargv.push_back(s.data());
+  cargv.push_back(nullptr);
+  for (auto& s : env) cenv.push_back(s.data());
+  cenv.push_back(nullptr);
+  pid_t pid = 0;
+  if (int rc = ::posix_spawn(&pid, a.python.c_str(), nullptr, nullptr, cargv.data(), cenv.data()); rc != 0) {
+    std::fprintf(stderr, "%scannot run %s: %s\n", kNet, a.python.c_str(), std::strerror(rc));
+    return kExitFailure;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::fprintf(stderr, "%sthe probe failed (exit %d)\n", kNet, code);
+    return code == 2 ? kExitUsage : kExitFailure;
+  }
+  const char* rank = std::getenv("RANK");
+  if (rank != nullptr && std::strcmp(rank, "0") != 0) return kExitOk;  // rank 0 writes the document
+  auto probe = calibrate::LoadNetworkProbe(a.out);
+  if (!probe.ok()) {
+    std::fprintf(stderr, "%s%s\n", kNet, probe.status().message().c_str());
+    return kExitFailure;
+  }
+  std::fprintf(stderr, "%s%d ranks on %d node(s), backend %s; alpha-beta fits:\n", kNet, probe->world_size,
+               probe->nodes, probe->backend.c_str());
+  for (const auto& [op, pts] : probe->points) {
+    auto f = calibrate::FitAlphaBeta(pts);
+    if (!f.ok()) {
+      std::fprintf(stderr, "  %-15s %s\n", op.c_str(), f.status().message().c_str());
+      continue;
+    }
+    std::fprintf(stderr, "  %-15s alpha %9.3f us  algbw %10.4f GB/s  R2 %.3f  MAPE %.1f%%  (%d sizes)\n", op.c_str(),
+                 f->alpha_s * 1e6, f->algbw_bytes_per_s / 1e9, f->r2, f->mape * 100, f->points);
+  }
+  return kExitOk;
+}
+
 int RunProbeVerb(int argc, char** argv) {
-  CLI::App app("Measure the storage under a directory: read latency, bandwidth and useful concurrency", argv[0]);
+  CLI::App app("Measure the storage under a directory, or the network between ranks", argv[0]);
   app.require_subcommand(1);
   CLI::App* storage =
       app.add_subcommand("storage",
@@ -121,17 +213,39 @@ int RunProbeVerb(int argc, char** argv) {
   storage->add_flag("--direct", direct, "read with O_DIRECT (falls back to buffered reads if refused)");
   storage->add_flag("--quick", quick, "64 MiB file and 0.25 s per measurement");
   storage->add_option("--seed", seed, "seed of the random read order")->capture_default_str();
+  NetworkProbeArgs net;
+  CLI::App* network = app.add_subcommand(
+      "network",
+      "time all-reduce, all-gather, reduce-scatter, broadcast and send/recv over torch.distributed (gloo, or nccl "
+      "with CUDA) from 1 KiB to 64 MiB, report algbw/busbw, fit alpha-beta (docs/probe-format.md)");
+  network->add_option("--out", net.out, "probe-network.json to write (atomically)")->capture_default_str();
+  network->add_option("--nprocs", net.nprocs, "local ranks to start (ignored under torchrun)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  network->add_option("--ops", net.ops,
+                      "comma-separated subset of all_reduce,all_gather,reduce_scatter,broadcast,sendrecv");
+  network->add_option("--min-bytes", net.min_bytes, "smallest message (K/M/G suffixes)")->capture_default_str();
+  network->add_option("--max-bytes", net.max_bytes, "largest message")->capture_default_str();
+  network->add_option("--factor", net.factor, "size multiplier between steps")
+      ->check(CLI::Range(2, 1024))
+      ->capture_default_str();
+  network->add_option("--budget-s", net.budget_s, "target timed seconds per size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  network->add_option("--backend", net.backend, "auto, gloo or nccl")->check(CLI::IsMember({"auto", "gloo", "nccl"}));
+  network->add_option("--python", net.python, "interpreter with torch")->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
   }
+  if (network->parsed()) return RunProbeNetwork(net);
   return RunProbeStorage(dir, out, size_mb, direct, quick, seed);
 }
 
 }  // namespace
 
-SIMREPLAY_REGISTER_VERB("probe", "measure storage latency and bandwidth (probe storage PATH)", RunProbeVerb);
+SIMREPLAY_REGISTER_VERB("probe", "measure storage (probe storage PATH) or collectives (probe network)", RunProbeVerb);
 
 }  // namespace simreplay::cli

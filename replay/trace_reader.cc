@@ -185,7 +185,7 @@ Result<bool> TraceReader::Next(TraceRecord* record) {
       return parsed.status();
     }
     if (auto* other = std::get_if<OtherRecord>(&*parsed)) {
-      static const char* kKnownOther[] = {"event", "footer"};
+      static const char* kKnownOther[] = {"event", "footer", "collective"};
       bool known = std::find(std::begin(kKnownOther), std::end(kKnownOther), other->type) != std::end(kKnownOther);
       if (!known && std::find(warned_types_.begin(), warned_types_.end(), other->type) == warned_types_.end()) {
         warned_types_.push_back(other->type);

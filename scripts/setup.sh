@@ -14,6 +14,8 @@ packages=(
   python3-numpy python3-pil python3-pytest opencv-doc
   # the real-Slurm test of sharded sweeps (ctest slurm_sweep starts its own private daemons)
   slurm-wlm munge
+  # the network-namespace harness of the multi-node validation (ip netns, veth, bridge, tc)
+  iproute2
 )
 
 missing=()

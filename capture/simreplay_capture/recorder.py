@@ -92,7 +92,7 @@ class _StepCtx:
         n = rec._step_no
         rec._step_no += 1
         r = {"type": "step", "rank": rec.rank, "step": n, "t_start_ns": self.t0 - rec.t0,
-             "compute_ns": t1 - self.t0, "comm_ns": int(self.comm_ns), "step_ns": t1 - self.t0,
+             "compute_ns": max(0, t1 - self.t0 - int(self.comm_ns)), "comm_ns": int(self.comm_ns), "step_ns": t1 - self.t0,
              "micro_batches": int(self.micro_batches)}
         if self.extra:
             r.update(self.extra)
@@ -128,6 +128,8 @@ class Recorder:
         self._t0_time_ns = time.time_ns()
         self.seed = seed
         self._notes = dict(notes or {})
+        # manifest keys added by companions (distributed.DistributedCapture) before the header is written
+        self.manifest_extra: Dict[str, Any] = {}
         self._data_path = data_path
         self._data_stats: Any = None
         self._loader_cfg: Optional[Dict[str, Any]] = None
@@ -319,6 +321,7 @@ class Recorder:
             m["per_sample_costs"] = "measured"
             m["sample_hash"] = "blake2b-64 of shape/dtype + first/middle/last 4 KiB per tensor" \
                 if self._hash else None
+            m.update(self.manifest_extra)
             self._writer.write_header({"type": "header", "schema": "simreplay.trace/1", "manifest": m})
             self._header_done = True
 

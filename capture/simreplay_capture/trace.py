@@ -46,10 +46,16 @@ _HOST = {"t_ns": ("int", False), "mem_used_bytes": ("int", False), "cpu_busy_ns"
 _HOST_OPT = {"mem_total_bytes": ("int", False), "mem_peak_bytes": ("int", False)}
 _EVENT = {"t_ns": ("int", False), "kind": ("str", False)}
 _FOOTER = {"records": ("int", False)}
+_COLLECTIVE = {
+    "rank": ("int", False), "step": ("int", True), "op": ("str", False), "bytes": ("int", False),
+    "t_start_ns": ("int", False), "duration_ns": ("int", False), "world_size": ("int", False),
+}
+_COLLECTIVE_OPT = {"via": ("str", False), "peer": ("int", False), "bucket": ("int", False)}
 
 RULES: Dict[str, Tuple[dict, dict]] = {
     "sample": (_SAMPLE, _SAMPLE_OPT), "batch": (_BATCH, _BATCH_OPT), "step": (_STEP, {}),
     "worker": (_WORKER, {}), "host": (_HOST, _HOST_OPT), "event": (_EVENT, {}), "footer": (_FOOTER, {}),
+    "collective": (_COLLECTIVE, _COLLECTIVE_OPT),
 }
 
 

@@ -47,6 +47,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--grad-accum", type=int, default=1)
     r.add_argument("--pipeline-only", action="store_true", help="no step: pure data-pipeline throughput")
     r.add_argument("--summary-json")
+    from .ddp import add_parser as add_ddp_parser
+    add_ddp_parser(sub)
     return ap
 
 
@@ -55,6 +57,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.cmd == "make-dataset":
         from .dataset import main_make
         return main_make(args)
+    if args.cmd == "ddp":
+        from .ddp import main_ddp
+        return main_ddp(args)
     from .run import main_run
     return main_run(args)
 

@@ -1,0 +1,296 @@
+#include "calibrate/network_fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "replay/trace_reader.h"
+
+namespace simreplay::calibrate {
+
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+Status Bad(const std::string& path, const std::string& what) { return Status::InvalidArgument(path + ": " + what); }
+
+// A finite number at j[key] (> 0 when positive is set).
+Result<double> Number(const nlohmann::json& j, const std::string& key, const std::string& where, bool positive) {
+  auto it = j.find(key);
+  if (it == j.end()) return Bad(where, "expected field '" + key + "', found none");
+  if (!it->is_number()) return Bad(where, "expected '" + key + "' to be a number, found " + it->type_name());
+  double v = it->get<double>();
+  if (!std::isfinite(v)) return Bad(where, "expected a finite '" + key + "', found " + it->dump());
+  if (positive ? v <= 0 : v < 0)
+    return Bad(where, std::string("expected '") + key + (positive ? "' > 0" : "' >= 0") + ", found " + it->dump());
+  return v;
+}
+
+// Ring all-reduce: 2(n-1) steps, busbw / algbw = 2(n-1)/n.
+double AllReduceBusFactor(int n) { return n > 1 ? 2.0 * (n - 1) / n : 1.0; }
+
+nlohmann::json FitJson(const AlphaBetaFit& f) {
+  return {{"alpha_s", f.alpha_s},
+          {"algbw_bytes_per_s", f.algbw_bytes_per_s},
+          {"r2", f.r2},
+          {"mape", f.mape},
+          {"points", f.points},
+          {"size_range_bytes", {f.min_bytes, f.max_bytes}},
+          {"low_confidence", f.points < 4 || f.mape > 0.25}};
+}
+
+}  // namespace
+
+Result<AlphaBetaFit> FitAlphaBeta(const std::vector<std::pair<double, double>>& pts_in) {
+  std::vector<std::pair<double, double>> pts;
+  for (const auto& p : pts_in)
+    if (p.second > 0 && p.first > 0 && std::isfinite(p.first) && std::isfinite(p.second)) pts.push_back(p);
+  std::set<double> sizes;
+  for (const auto& p : pts) sizes.insert(p.first);
+  if (sizes.size() < 2)
+    return Status::InvalidArgument("alpha-beta fit: expected points at two or more message sizes, found " +
+                                   std::to_string(sizes.size()));
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [s, t] : pts) {
+    double w = 1.0 / (t * t);
+    sw += w;
+    sx += w * s;
+    sy += w * t;
+    sxx += w * s * s;
+    sxy += w * s * t;
+  }
+  double det = sw * sxx - sx * sx;
+  double beta = det > 0 ? (sw * sxy - sx * sy) / det : 0;
+  double alpha = (sy - beta * sx) / sw;
+  if (beta <= 0) return Status::InvalidArgument("alpha-beta fit: time does not grow with message size");
+  if (alpha < 0) {  // latency cannot be negative: refit the slope through the origin
+    alpha = 0;
+    beta = sxy / sxx;
+  }
+  AlphaBetaFit f;
+  f.alpha_s = alpha;
+  f.algbw_bytes_per_s = 1.0 / beta;
+  f.points = static_cast<int>(pts.size());
+  f.min_bytes = static_cast<int64_t>(*sizes.begin());
+  f.max_bytes = static_cast<int64_t>(*sizes.rbegin());
+  double mean_w = sy / sw, ss_res = 0, ss_tot = 0, ape = 0;
+  for (const auto& [s, t] : pts) {
+    double w = 1.0 / (t * t), pred = alpha + beta * s;
+    ss_res += w * (t - pred) * (t - pred);
+    ss_tot += w * (t - mean_w) * (t - mean_w);
+    ape += std::abs(pred - t) / t;
+  }
+  f.r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : 1.0;
+  f.mape = ape / pts.size();
+  return f;
+}
+
+Result<NetworkProbe> LoadNetworkProbe(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(path + ": cannot open network probe");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    // byte offset -> line, for the FILE:LINE convention
+    std::string text = ss.str();
+    size_t upto = std::min<size_t>(e.byte, text.size());
+    int64_t line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(upto), '\n');
+    return Status::InvalidArgument(path + ":" + std::to_string(line) + ": expected JSON, found a syntax error (" +
+                                   e.what() + ")");
+  }
+  if (!j.is_object()) return Bad(path, std::string("expected a JSON object, found ") + j.type_name());
+  if (j.value("schema", "") != kNetworkProbeSchema) {
+    return Bad(path, std::string("wrong schema version: expected \"") + kNetworkProbeSchema + "\", found " +
+                         (j.contains("schema") ? j["schema"].dump() : "none"));
+  }
+  NetworkProbe p;
+  p.path = path;
+  p.backend = j.value("backend", "");
+  auto ws = Number(j, "world_size", path, true);
+  if (!ws.ok()) return ws.status();
+  p.world_size = static_cast<int>(*ws);
+  auto nodes = Number(j, "nodes", path, true);
+  if (!nodes.ok()) return nodes.status();
+  p.nodes = static_cast<int>(*nodes);
+  if (!j.contains("results") || !j["results"].is_array() || j["results"].empty())
+    return Bad(path,
+               "expected a non-empty array 'results', found " + (j.contains("results") ? j["results"].dump() : "none"));
+  for (size_t i = 0; i < j["results"].size(); ++i) {
+    const nlohmann::json& r = j["results"][i];
+    std::string where = path + ": results[" + std::to_string(i) + "]";
+    if (!r.is_object() || !r.contains("op") || !r["op"].is_string())
+      return Bad(where, "expected an object with a string 'op'");
+    auto bytes = Number(r, "bytes", where, true);
+    if (!bytes.ok()) return bytes.status();
+    auto t = Number(r, "time_s", where, true);
+    if (!t.ok()) return t.status();
+    p.points[r["op"].get<std::string>()].emplace_back(*bytes, *t);
+  }
+  if (j.contains("ranks") && j["ranks"].is_array() && !j["ranks"].empty()) {
+    const nlohmann::json& iface = j["ranks"][0].value("interface", nlohmann::json::object());
+    if (iface.is_object() && iface.contains("tc_rate_bits_per_s") && iface["tc_rate_bits_per_s"].is_number())
+      p.link_rate_bits_per_s = iface["tc_rate_bits_per_s"].get<double>();
+  }
+  return p;
+}
+
+Result<TraceCollectives> ReadTraceCollectives(const std::vector<std::string>& traces) {
+  TraceCollectives out;
+  int64_t lowest_rank = std::numeric_limits<int64_t>::max();
+  std::map<int64_t, std::map<int64_t, double>> bytes_by_rank_step;
+  std::map<int64_t, std::vector<double>> comm_by_rank;
+  for (const std::string& path : traces) {
+    auto reader = replay::TraceReader::Open(path);
+    if (!reader.ok()) return reader.status();
+    const nlohmann::json& m = (*reader)->header().manifest;
+    if (m.contains("world_size") && m["world_size"].is_number_integer())
+      out.world_size = std::max(out.world_size, m["world_size"].get<int>());
+    replay::TraceRecord record;
+    bool any = false;
+    while (true) {
+      auto more = (*reader)->Next(&record);
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      if (auto* st = std::get_if<replay::StepRecord>(&record)) {
+        comm_by_rank[st->rank].push_back(st->comm_ns / 1e9);
+        continue;
+      }
+      auto* o = std::get_if<replay::OtherRecord>(&record);
+      if (o == nullptr || o->type != "collective") continue;
+      const nlohmann::json& c = o->json;
+      if (!c.contains("op") || !c.contains("bytes") || !c.contains("duration_ns") || !c.contains("rank")) continue;
+      if (c["op"] != "all_reduce") continue;
+      any = true;
+      int64_t rank = c["rank"].get<int64_t>();
+      int64_t step = c.value("step", static_cast<int64_t>(-1));
+      double bytes = c["bytes"].get<double>();
+      out.all_reduce_points.emplace_back(bytes, c["duration_ns"].get<double>() / 1e9);
+      if (step >= 0) bytes_by_rank_step[rank][step] += bytes;
+      lowest_rank = std::min(lowest_rank, rank);
+      if (c.contains("world_size") && c["world_size"].is_number_integer())
+        out.world_size = std::max(out.world_size, c["world_size"].get<int>());
+    }
+    if (any) out.paths.push_back(path);
+  }
+  if (bytes_by_rank_step.empty()) return out;
+  std::vector<double> per_step;
+  for (const auto& [step, bytes] : bytes_by_rank_step[lowest_rank]) per_step.push_back(bytes);
+  out.steps_with_collectives = static_cast<int64_t>(per_step.size());
+  out.gradient_bytes_per_step = Median(per_step);
+  out.exposed_comm_s_median = Median(comm_by_rank[lowest_rank]);
+  return out;
+}
+
+NetworkFitResult FitNetwork(const NetworkProbe* probe, const TraceCollectives* traces,
+                            const models::CollectiveParams& start) {
+  NetworkFitResult r;
+  r.collective = start;
+  bool fitted = false;
+  if (probe != nullptr) {
+    nlohmann::json ops = nlohmann::json::object();
+    for (const auto& [op, pts] : probe->points) {
+      auto f = FitAlphaBeta(pts);
+      ops[op] = f.ok() ? FitJson(*f) : nlohmann::json{{"error", f.status().message()}};
+    }
+    r.fit_quality["probe"] = {{"path", probe->path},
+                              {"backend", probe->backend},
+                              {"world_size", probe->world_size},
+                              {"nodes", probe->nodes},
+                              {"link_rate_bits_per_s", probe->link_rate_bits_per_s},
+                              {"ops", ops}};
+    r.provenance = {
+        {"path", probe->path}, {"world_size", probe->world_size}, {"nodes", probe->nodes}, {"backend", probe->backend}};
+    auto it = probe->points.find("all_reduce");
+    if (probe->world_size < 2) {
+      r.warnings.push_back("network probe " + probe->path + " ran on one rank: collective parameters not set from it");
+    } else if (it == probe->points.end()) {
+      r.warnings.push_back("network probe " + probe->path + " has no all_reduce measurements");
+    } else if (auto f = FitAlphaBeta(it->second); !f.ok()) {
+      r.warnings.push_back("network probe " + probe->path + ": " + f.status().message());
+    } else {
+      int n = probe->world_size;
+      r.collective.alpha_s = f->alpha_s / (2.0 * (n - 1));
+      r.collective.bus_bytes_per_s = f->algbw_bytes_per_s * AllReduceBusFactor(n);
+      std::string src = "network probe " + probe->path + ": all_reduce alpha-beta fit at " + std::to_string(n) +
+                        " ranks (R2 " + std::to_string(f->r2) + ", MAPE " + std::to_string(f->mape) + ")";
+      r.info["collective.alpha_s"] = {false, src + ", alpha / 2(n-1)"};
+      r.info["collective.bus_bytes_per_s"] = {false, src + ", busbw = algbw 2(n-1)/n"};
+      fitted = true;
+      if (f->mape > 0.25)
+        r.warnings.push_back("network probe all_reduce fit is poor (MAPE " + std::to_string(f->mape) + ")");
+    }
+  }
+  if (traces != nullptr && traces->steps_with_collectives > 0) {
+    r.collective.gradient_bytes = traces->gradient_bytes_per_step;
+    r.info["collective.gradient_bytes"] = {false,
+                                           "median all-reduce bytes per step of the traces' collective records (" +
+                                               std::to_string(traces->steps_with_collectives) + " steps)"};
+    nlohmann::json tq = {{"world_size", traces->world_size},
+                         {"steps", traces->steps_with_collectives},
+                         {"gradient_bytes_per_step", traces->gradient_bytes_per_step},
+                         {"exposed_comm_s_median", traces->exposed_comm_s_median},
+                         {"all_reduce_records", traces->all_reduce_points.size()},
+                         {"traces", traces->paths}};
+    if (!fitted && traces->world_size > 1) {
+      auto f = FitAlphaBeta(traces->all_reduce_points);
+      if (f.ok()) {
+        int n = traces->world_size;
+        r.collective.alpha_s = f->alpha_s / (2.0 * (n - 1));
+        r.collective.bus_bytes_per_s = f->algbw_bytes_per_s * AllReduceBusFactor(n);
+        std::string src = "all_reduce records of the traces: alpha-beta fit at " + std::to_string(n) + " ranks";
+        r.info["collective.alpha_s"] = {false, src};
+        r.info["collective.bus_bytes_per_s"] = {false, src};
+        tq["all_reduce_fit"] = FitJson(*f);
+        fitted = true;
+      } else {
+        r.warnings.push_back("traces' all-reduce records cannot fit alpha-beta (" + f.status().message() +
+                             "): collective alpha_s and bus_bytes_per_s stay assumed");
+      }
+    }
+    if (fitted && traces->world_size > 1) {
+      // Check: the ring model at the traces' world size against their measured exposed communication.
+      models::ModelParams m;
+      m.collective = r.collective;
+      m.collective.time_per_step_s = 0;
+      double predicted = m.CollectiveTimeS(traces->world_size);
+      tq["check"] = {{"predicted_s", predicted},
+                     {"measured_exposed_comm_s", traces->exposed_comm_s_median},
+                     {"error", traces->exposed_comm_s_median > 0 ? predicted / traces->exposed_comm_s_median - 1 : 0}};
+    }
+    r.fit_quality["traces"] = tq;
+  }
+  if (fitted) {
+    // measured alpha-beta replaces the mean comm time, so other node counts extrapolate
+    r.collective.time_per_step_s = 0;
+    r.info["collective.time_per_step_s"] = {false, "0: alpha-beta from measurements is used instead"};
+  }
+  return r;
+}
+
+void ApplyNetworkFit(const NetworkFitResult& fit, models::ModelParams* model) {
+  model->collective = fit.collective;
+  for (const auto& [k, v] : fit.info) model->info[k] = v;
+  if (!fit.fit_quality.empty()) model->extra["fit_quality"]["network"] = fit.fit_quality;
+  if (!fit.provenance.empty()) model->extra["provenance"]["network_probe"] = fit.provenance;
+  for (const std::string& w : fit.warnings) model->extra["warnings"].push_back(w);
+}
+
+void DropSupersededWarnings(const NetworkFitResult& fit, std::vector<std::string>* warnings) {
+  if (!fit.info.count("collective.bus_bytes_per_s")) return;
+  // The trace stage says alpha-beta is assumed when it sees one world size; this stage measured it.
+  std::erase_if(*warnings,
+                [](const std::string& w) { return w.find("alpha-beta parameters are assumed") != std::string::npos; });
+}
+
+}  // namespace simreplay::calibrate

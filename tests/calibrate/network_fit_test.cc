@@ -1,0 +1,123 @@
+#include "calibrate/network_fit.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "replay/trace_writer.h"
+
+namespace simreplay::calibrate {
+namespace {
+
+std::string Write(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/netfit_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// t = 2 ms + S / 100 MB/s at sizes 1 KiB .. 16 MiB (x16).
+nlohmann::json ProbeDoc(int world_size) {
+  nlohmann::json results = nlohmann::json::array();
+  for (double s : {1024.0, 16384.0, 262144.0, 4194304.0, 16777216.0})
+    results.push_back({{"op", "all_reduce"}, {"bytes", s}, {"time_s", 2e-3 + s / 1e8}});
+  return {{"schema", "simreplay.probe-network/1"},
+          {"backend", "gloo"},
+          {"world_size", world_size},
+          {"nodes", world_size},
+          {"results", results}};
+}
+
+TEST(NetworkFit, FitAlphaBetaRecoversAnExactLine) {
+  std::vector<std::pair<double, double>> pts;
+  for (double s : {1e3, 1e5, 1e7}) pts.emplace_back(s, 1e-4 + s / 1e9);
+  auto f = FitAlphaBeta(pts);
+  ASSERT_TRUE(f.ok());
+  EXPECT_NEAR(f->alpha_s, 1e-4, 1e-12);
+  EXPECT_NEAR(f->algbw_bytes_per_s, 1e9, 1e-3);
+  EXPECT_NEAR(f->r2, 1.0, 1e-9);
+  EXPECT_NEAR(f->mape, 0.0, 1e-9);
+}
+
+TEST(NetworkFit, FitAlphaBetaNeedsTwoSizes) { EXPECT_FALSE(FitAlphaBeta({{1024, 1e-3}, {1024, 2e-3}}).ok()); }
+
+TEST(NetworkFit, ProbeSetsRingParametersThatReproduceTheFitAtItsWorldSize) {
+  auto probe = LoadNetworkProbe(Write("p2.json", ProbeDoc(2).dump()));
+  ASSERT_TRUE(probe.ok()) << probe.status().message();
+  NetworkFitResult fit = FitNetwork(&*probe, nullptr, models::CollectiveParams{});
+  // n = 2: alpha_s = 2 ms / (2(2-1)) = 1 ms; busbw = algbw x 2(1)/2 = 100 MB/s.
+  EXPECT_NEAR(fit.collective.alpha_s, 1e-3, 1e-9);
+  EXPECT_NEAR(fit.collective.bus_bytes_per_s, 1e8, 1.0);
+  EXPECT_EQ(fit.collective.time_per_step_s, 0);
+  EXPECT_FALSE(fit.info.at("collective.alpha_s").assumed);
+  // The ring at n = 2 for 16 MB: 2 x 1 ms + 1 x 16e6 / 1e8 = 0.162 s = the probe's own line.
+  models::ModelParams m;
+  m.collective = fit.collective;
+  m.collective.gradient_bytes = 16e6;
+  EXPECT_NEAR(m.CollectiveTimeS(2), 2e-3 + 16e6 / 1e8, 1e-9);
+  // n = 4: 6 x 1 ms + 1.5 x 0.16 s = 0.246 s.
+  EXPECT_NEAR(m.CollectiveTimeS(4), 6e-3 + 1.5 * 16e6 / 1e8, 1e-9);
+}
+
+TEST(NetworkFit, ProbeAtFourRanksDividesByTheRing) {
+  auto probe = LoadNetworkProbe(Write("p4.json", ProbeDoc(4).dump()));
+  ASSERT_TRUE(probe.ok());
+  NetworkFitResult fit = FitNetwork(&*probe, nullptr, models::CollectiveParams{});
+  // n = 4: alpha_s = 2 ms / 6; busbw = 1e8 x 2 x 3 / 4 = 1.5e8.
+  EXPECT_NEAR(fit.collective.alpha_s, 2e-3 / 6, 1e-9);
+  EXPECT_NEAR(fit.collective.bus_bytes_per_s, 1.5e8, 1.0);
+}
+
+TEST(NetworkFit, RejectsBadProbes) {
+  auto wrong = LoadNetworkProbe(Write("w.json", R"({"schema":"simreplay.probe-network/2"})"));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("wrong schema version"), std::string::npos);
+  auto malformed = LoadNetworkProbe(Write("m.json", "{\n\"schema\": \n}"));
+  ASSERT_FALSE(malformed.ok());
+  EXPECT_NE(malformed.status().message().find("m.json:3: expected JSON"), std::string::npos)
+      << malformed.status().message();
+  nlohmann::json neg = ProbeDoc(2);
+  neg["results"][1]["time_s"] = -1;
+  auto negative = LoadNetworkProbe(Write("n.json", neg.dump()));
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("results[1]: expected 'time_s' > 0"), std::string::npos)
+      << negative.status().message();
+  EXPECT_EQ(LoadNetworkProbe(::testing::TempDir() + "/absent.json").status().code(), Status::Code::kNotFound);
+}
+
+TEST(NetworkFit, TracesGiveGradientBytesAndAFitWithoutProbe) {
+  // Rank 0, world size 2, three steps each with two DDP buckets: 1 MB (12 ms) and 3 MB (32 ms):
+  // t = 2 ms + S / 100 MB/s exactly. gradient bytes per step = 4 MB; exposed comm per step 44 ms.
+  replay::TraceHeader h;
+  h.manifest = {{"rank", 0}, {"world_size", 2}};
+  std::string path = ::testing::TempDir() + "/netfit_trace.jsonl";
+  auto w = replay::TraceWriter::Create(path, h);
+  ASSERT_TRUE(w.ok());
+  for (int s = 0; s < 3; ++s) {
+    replay::StepRecord st;
+    st.step = s;
+    st.comm_ns = 44'000'000;
+    st.step_ns = 100'000'000;
+    ASSERT_TRUE((*w)->Write(st).ok());
+    for (auto [bytes, ns] : {std::pair{1e6, 12'000'000}, std::pair{3e6, 32'000'000}}) {
+      nlohmann::json c = {{"rank", 0},       {"step", s},         {"op", "all_reduce"}, {"bytes", bytes},
+                          {"t_start_ns", 0}, {"duration_ns", ns}, {"world_size", 2}};
+      ASSERT_TRUE((*w)->Write(replay::OtherRecord{"collective", c}).ok());
+    }
+  }
+  ASSERT_TRUE((*w)->Close().ok());
+  auto tc = ReadTraceCollectives({path});
+  ASSERT_TRUE(tc.ok()) << tc.status().message();
+  EXPECT_EQ(tc->steps_with_collectives, 3);
+  EXPECT_DOUBLE_EQ(tc->gradient_bytes_per_step, 4e6);
+  EXPECT_DOUBLE_EQ(tc->exposed_comm_s_median, 0.044);
+  NetworkFitResult fit = FitNetwork(nullptr, &*tc, models::CollectiveParams{});
+  EXPECT_NEAR(fit.collective.alpha_s, 1e-3, 1e-9);  // 2 ms / 2(2-1)
+  EXPECT_NEAR(fit.collective.bus_bytes_per_s, 1e8, 1e-2);
+  EXPECT_DOUBLE_EQ(fit.collective.gradient_bytes, 4e6);
+  // check: one all-reduce of 4 MB = 2 ms + 40 ms = 42 ms vs 44 ms measured (two buckets pay alpha twice)
+  EXPECT_NEAR(fit.fit_quality["traces"]["check"]["predicted_s"].get<double>(), 0.042, 1e-9);
+}
+
+}  // namespace
+}  // namespace simreplay::calibrate

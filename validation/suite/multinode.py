@@ -1,0 +1,319 @@
+#!/usr/bin/python3
+"""The multi-node validation suite (docs/validation.md, "Multi-node cases").
+
+    validation/suite/multinode.py [--spec validation/suite/multinode.json] [--out DIR] [--reps N]
+                                  [--ingest DIR]
+
+1. Network probes: `probe_network` (all-reduce, 1 KiB..64 MiB) between 2 namespaces at every link rate
+   of the suite, under the netns harness.
+2. Real runs: one discarded warm-up run, then repetition by repetition every case in order (A B C ...
+   A B C ...), each a `bench ddp` job under the harness (N namespaces, one rank each, tbf-shaped NICs).
+3. Calibration: `simreplay calibrate` on rank 0's trace of the median-throughput run of
+   `calibration.from` (`alternate` for `from` itself) with `--network-probe` of the predicted case's
+   link rate. The predicted case's own facts are inputs: its rank count (hardware.gpus; the namespaces
+   share the host's cores, so hardware.cpu_cores stays the host's), its gradient size (the GradModel's
+   parameter bytes, exactly computable) and, for the straggler case, the slowest rank's extra compute
+   (gpu.step_time_s + extra: the synchronous step waits for the slowest rank).
+4. Prediction: `simreplay simulate` of 300 steps (steady state; the real runs exclude warm-up steps).
+5. Comparison of medians (95% bootstrap intervals of the measured median): throughput, step time,
+   GPU idle, exposed collective time per step. Gates: median |throughput error| <= 10% and every
+   |step time error| <= 15%. Exit 0 pass, 4 gate failed, 77 not root, 1 failure.
+Writes OUT/multinode.json, OUT/report.md, OUT/runs/, OUT/probes/, OUT/models/, OUT/predictions/.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+HARNESS = os.path.join(REPO, "validation", "netns", "netns_run.py")
+sys.path.insert(0, os.path.join(REPO, "capture"))
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def grad_bytes(grad_mb: float) -> int:
+    from simreplay_capture.bench.ddp import GradModel
+    return GradModel(int(grad_mb * (1 << 20))).grad_bytes
+
+
+def loadavg() -> float:
+    try:
+        return float(open("/proc/loadavg").read().split()[0])
+    except (OSError, ValueError):
+        return -1.0
+
+
+def harness(out: str, nodes: int, rate: str, timeout_s: float, script: List[str]) -> Dict[str, Any]:
+    t = time.monotonic()
+    la = loadavg()
+    p = subprocess.run([sys.executable, HARNESS, "--nodes", str(nodes), "--rate", rate, "--out", out,
+                        "--timeout-s", str(timeout_s), "--", *script], capture_output=True, text=True)
+    return {"exit_code": p.returncode, "wall_s": time.monotonic() - t, "loadavg_before": la,
+            "loadavg_after": loadavg(), "stderr": p.stderr[-2000:]}
+
+
+def case_config(spec: Dict[str, Any], case: Dict[str, Any]) -> Dict[str, Any]:
+    return dict(spec["base"], **case.get("set", {}))
+
+
+def run_case(spec: Dict[str, Any], case: Dict[str, Any], out: str, data: str) -> Dict[str, Any]:
+    cfg, r = case_config(spec, case), spec["run"]
+    os.makedirs(out, exist_ok=True)
+    script = ["-m", "simreplay_capture.bench", "ddp", "--data", data, "--trace", os.path.join(out, "t.jsonl.gz"),
+              "--summary-json", os.path.join(out, "summary.json"), "--steps", str(r["steps"]),
+              "--warmup-steps", str(r["warmup_steps"]), "--step-time-s", str(r["step_time_s"]),
+              "--workers", str(r["workers"]), "--batch-size", str(r["batch_size"]),
+              "--image-size", str(r["image_size"]), "--frames", str(r["frames"]), "--seed", str(r["seed"]),
+              "--grad-mb", str(cfg["grad_mb"])]
+    if cfg.get("straggler_extra_s", 0) > 0:
+        script += ["--straggler-rank", str(cfg["nodes"] - 1), "--straggler-extra-s", str(cfg["straggler_extra_s"])]
+    res = harness(out, cfg["nodes"], cfg["rate"], r["timeout_s"], script)
+    res["summary"] = os.path.join(out, "summary.json") if os.path.exists(os.path.join(out, "summary.json")) else None
+    return res
+
+
+def bootstrap_median(xs: List[float], resamples: int, seed: int, conf: float) -> List[float]:
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choice(xs) for _ in xs) for _ in range(resamples))
+    lo = meds[int((1 - conf) / 2 * (resamples - 1))]
+    hi = meds[int((1 + conf) / 2 * (resamples - 1))]
+    return [lo, hi]
+
+
+def measured_metrics(summary: Dict[str, Any]) -> Dict[str, float]:
+    # step time = interval between consecutive optimizer-step ends (data wait + step), the simulator's
+    # definition, averaged over ranks; the bench's own step_time_s excludes the data wait
+    ranks = summary.get("ranks") or [summary]
+    if all("step_interval_s" in r for r in ranks):
+        step = statistics.mean(r["step_interval_s"]["mean"] for r in ranks)
+    else:  # older summaries: the window over its steps
+        step = statistics.mean(r["wall_s"] for r in ranks) / max(1, summary["batches"])
+    return {"train_throughput_samples_per_s": summary["throughput_samples_per_s"],
+            "step_time_s": step,
+            "gpu_idle_fraction": summary["gpu_idle_fraction"],
+            "collective_time_s": summary["collective_time_s"]["mean"],
+            "data_wait_s": summary["data_wait_s"]["mean"]}
+
+
+def calibrate(binary: str, trace: str, probe: str, model: str, extra: List[str]) -> None:
+    p = subprocess.run([binary, "calibrate", trace, "--network-probe", probe, "--out", model, "--no-self-check",
+                        *extra], capture_output=True, text=True)
+    with open(model + ".log", "w") as f:
+        f.write(p.stdout + p.stderr)
+    if p.returncode != 0:
+        raise RuntimeError(f"calibrate {trace}: exit {p.returncode}: {p.stderr[-500:]}")
+
+
+def predict(binary: str, spec: Dict[str, Any], cfg: Dict[str, Any], model_path: str, out: str) -> Dict[str, float]:
+    os.makedirs(out, exist_ok=True)
+    model = json.load(open(model_path))
+    # the predicted case's own facts (inputs of the experiment, see the module docstring)
+    model["collective"]["gradient_bytes"] = {"value": grad_bytes(cfg["grad_mb"]), "assumed": False,
+                                             "source": "GradModel parameter bytes of the predicted case"}
+    if cfg.get("straggler_extra_s", 0) > 0 and cfg["nodes"] > 1:
+        g = model["gpu"]["step_time_s"]
+        v = (g["value"] if isinstance(g, dict) else g) + cfg["straggler_extra_s"]
+        model["gpu"]["step_time_s"] = {"value": v, "assumed": False,
+                                       "source": "calibrated step + the straggler's extra compute"}
+    trace = model.get("trace")
+    if trace and not os.path.isabs(trace):
+        model["trace"] = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(model_path)), trace))
+    mpath = os.path.join(out, "model.json")
+    json.dump(model, open(mpath, "w"), indent=1)
+    r = spec["run"]
+    scenario = {"name": os.path.basename(out), "model": mpath,
+                "loader": {"num_workers": r["workers"], "batch_size": r["batch_size"], "prefetch_factor": 2,
+                           "drop_last": True},
+                "hardware": {"cpu_cores": os.cpu_count() or 2, "gpus": cfg["nodes"]},
+                "train": {"steps": 300, "dataset_samples": spec["dataset_samples"]}, "seed": 1}
+    spath = os.path.join(out, "scenario.json")
+    json.dump(scenario, open(spath, "w"), indent=1)
+    p = subprocess.run([binary, "simulate", spath, "--out", out], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"simulate {spath}: exit {p.returncode}: {p.stderr[-800:]}")
+    res = json.load(open(os.path.join(out, "result.json")))
+    m = res.get("metrics", res)
+    ranks, steps = cfg["nodes"], 300
+    return {"train_throughput_samples_per_s": m["train_throughput_samples_per_s"],
+            "step_time_s": m["step_time_s"]["mean"], "gpu_idle_fraction": m["gpu_idle_fraction"],
+            "collective_time_s": m["collective_time_s"] / (ranks * steps),
+            "data_wait_s": m["data_wait_s"]["mean"]}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--spec", default=os.path.join(REPO, "validation", "suite", "multinode.json"))
+    ap.add_argument("--out", default=os.path.join(REPO, "build", "validation-multinode"))
+    ap.add_argument("--data", default=os.environ.get("SIMREPLAY_VALIDATION_DATA",
+                                                     os.path.join(REPO, "build", "validation-data")))
+    ap.add_argument("--bin", default=os.environ.get("SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay")))
+    ap.add_argument("--reps", type=int, default=0)
+    ap.add_argument("--ingest", action="store_true", help="re-analyse the runs already in --out")
+    args = ap.parse_args(argv)
+    args.bin = os.path.abspath(args.bin)
+    if os.geteuid() != 0:
+        print("multinode suite: needs root for the network namespaces (validation/netns); skipped", file=sys.stderr)
+        return 77
+    spec = json.load(open(args.spec))
+    reps = args.reps or spec["repetitions"]
+    t_start = time.monotonic()
+    if not os.path.exists(os.path.join(args.data, "dataset.json")):
+        subprocess.run([sys.executable, "-m", "simreplay_capture.bench", "make-dataset", "--out", args.data,
+                        "--images", "320", "--videos", "8", "--frames", "8", "--formats", "files,tar", "--seed", "0"],
+                       env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture")), check=True)
+    spec["dataset_samples"] = json.load(open(os.path.join(args.data, "dataset.json")))["files"]
+    out = os.path.abspath(args.out)
+    index_path = os.path.join(out, "runs.json")
+    cases = spec["cases"]
+    if not args.ingest:
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        runs: List[Dict[str, Any]] = []
+        rates = sorted({case_config(spec, c)["rate"] for c in cases})
+        pr = spec["probe"]
+        for rate in rates:
+            d = os.path.join(out, "probes", rate)
+            log(f"probe network at {rate}")
+            res = harness(d, pr["nodes"], rate, 300, [
+                "-m", "simreplay_capture.probe_network", "--out", os.path.join(d, "probe-network.json"),
+                "--ops", pr["ops"], "--min-bytes", pr["min_bytes"], "--max-bytes", pr["max_bytes"],
+                "--factor", str(pr["factor"]), "--budget-s", str(pr["budget_s"]), "--max-iters", str(pr["max_iters"])])
+            if res["exit_code"] != 0:
+                print(f"multinode suite: probe at {rate} failed: {res['stderr']}", file=sys.stderr)
+                return 1
+        for k in range(spec.get("warmup_runs", 1)):
+            c = cases[0]
+            log(f"warm-up run {k} ({c['name']})")
+            run_case(spec, c, os.path.join(out, "runs", f"warmup{k}"), args.data)
+        for rep in range(reps):
+            for c in cases:
+                d = os.path.join(out, "runs", f"{c['name']}.r{rep}")
+                res = run_case(spec, c, d, args.data)
+                res.update(case=c["name"], rep=rep, dir=d)
+                runs.append(res)
+                s = json.load(open(res["summary"])) if res["summary"] else None
+                log(f"{c['name']} r{rep}: exit {res['exit_code']} in {res['wall_s']:.0f}s"
+                    + (f", {s['throughput_samples_per_s']:.1f} samples/s, step {s['step_time_s']['mean'] * 1e3:.0f} ms"
+                       if s else "") + f", load {res['loadavg_before']:.1f}")
+        json.dump(runs, open(index_path, "w"), indent=1)
+    runs = json.load(open(index_path))
+    return analyse(spec, runs, out, args.bin, time.monotonic() - t_start)
+
+
+def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: str, elapsed_s: float) -> int:
+    bs = spec["bootstrap"]
+    measured: Dict[str, Dict[str, Any]] = {}
+    for c in spec["cases"]:
+        ok = [r for r in runs if r["case"] == c["name"] and r["exit_code"] == 0 and r["summary"]]
+        sums = [json.load(open(r["summary"])) for r in ok]
+        if not sums:
+            measured[c["name"]] = {"runs": 0}
+            continue
+        per = [measured_metrics(s) for s in sums]
+        med = {k: statistics.median(p[k] for p in per) for k in per[0]}
+        ci = {k: bootstrap_median([p[k] for p in per], bs["resamples"], bs["seed"], bs["confidence"]) for k in per[0]}
+        thr = [p["train_throughput_samples_per_s"] for p in per]
+        best = sorted(zip(thr, ok), key=lambda x: x[0])[len(ok) // 2][1]  # median-throughput run
+        measured[c["name"]] = {"runs": len(ok), "median": med, "ci95": ci, "values": per,
+                               "cv_throughput": statistics.pstdev(thr) / statistics.mean(thr) if len(thr) > 1 else 0,
+                               "calibration_trace": os.path.join(best["dir"], "t.rank0.jsonl.gz"),
+                               "loadavg": [r["loadavg_before"] for r in ok]}
+    cal = spec["calibration"]
+    results = []
+    for c in spec["cases"]:
+        cfg = case_config(spec, c)
+        src = cal["alternate"] if c["name"] == cal["from"] else cal["from"]
+        entry: Dict[str, Any] = {"case": c["name"], "config": cfg, "predicted_from": src}
+        m = measured.get(c["name"], {})
+        if not m.get("runs") or not measured.get(src, {}).get("runs"):
+            entry["error"] = "no successful runs of the case or of its calibration source"
+            results.append(entry)
+            continue
+        probe = os.path.join(out, "probes", cfg["rate"], "probe-network.json")
+        model = os.path.join(out, "models", f"{src}--probe-{cfg['rate']}.json")
+        os.makedirs(os.path.dirname(model), exist_ok=True)
+        try:
+            if not os.path.exists(model):
+                calibrate(binary, measured[src]["calibration_trace"], probe, model, cal.get("args", []))
+            pred = predict(binary, spec, cfg, model, os.path.join(out, "predictions", c["name"]))
+        except (RuntimeError, KeyError, OSError) as e:
+            entry["error"] = str(e)
+            results.append(entry)
+            continue
+        err = {}
+        for k, v in pred.items():
+            meas = m["median"][k]
+            err[k] = (v - meas) * 100 if k == "gpu_idle_fraction" else ((v / meas - 1) * 100 if meas else None)
+        entry.update(predicted=pred, measured=m["median"], measured_ci95=m["ci95"], error=err, runs=m["runs"],
+                     cv_throughput=m["cv_throughput"], loadavg=m["loadavg"])
+        results.append(entry)
+    thr_err = [abs(e["error"]["train_throughput_samples_per_s"]) for e in results if "error" in e and isinstance(e["error"], dict)]
+    step_err = [abs(e["error"]["step_time_s"]) for e in results if isinstance(e.get("error"), dict)]
+    th = spec["thresholds"]
+    failed = [e["case"] for e in results if not isinstance(e.get("error"), dict)]
+    median_thr = statistics.median(thr_err) if thr_err else None
+    max_step = max(step_err) if step_err else None
+    passed = (not failed and median_thr is not None and median_thr <= th["median_train_throughput_error_pct"]
+              and max_step <= th["max_step_time_error_pct"])
+    doc = {"schema": "simreplay.multinode-validation/1", "spec": spec, "results": results, "pass": passed,
+           "thresholds": {"median_abs_train_throughput_error_pct": {"value": median_thr,
+                                                                    "limit": th["median_train_throughput_error_pct"]},
+                          "max_abs_step_time_error_pct": {"value": max_step, "limit": th["max_step_time_error_pct"]}},
+           "cases_without_prediction": failed, "elapsed_s": elapsed_s,
+           "accelerator": "emulated (every step's compute is a sleep; the all-reduce is real gloo over shaped veths)"}
+    tmp = os.path.join(out, "multinode.json.tmp")
+    json.dump(doc, open(tmp, "w"), indent=1, sort_keys=True)
+    os.replace(tmp, os.path.join(out, "multinode.json"))
+    report = render(doc)
+    open(os.path.join(out, "report.md"), "w").write(report)
+    print(report)
+    return 0 if passed else 4
+
+
+def render(doc: Dict[str, Any]) -> str:
+    lines = ["# Multi-node validation", "",
+             f"Accelerator: {doc['accelerator']}. Elapsed {doc['elapsed_s']:.0f} s.", "",
+             "| case | nodes | rate | grad MB | straggler s | from | thr pred | thr meas (95% CI) | err | step pred ms | "
+             "step meas ms | err | idle pred | idle meas | err pp | coll pred ms | coll meas ms | err | cv thr | load |",
+             "|" + "---|" * 20]
+    for e in doc["results"]:
+        c = e["config"]
+        if not isinstance(e.get("error"), dict):
+            lines.append(f"| {e['case']} | {c['nodes']} | {c['rate']} | {c['grad_mb']} | {c.get('straggler_extra_s', 0)} | "
+                         f"{e['predicted_from']} | error: {e.get('error')} |" + " |" * 14)
+            continue
+        p, m, er, ci = e["predicted"], e["measured"], e["error"], e["measured_ci95"]
+
+        def pct(v: Optional[float]) -> str:
+            return "n/a" if v is None else f"{v:+.1f}%"
+        lines.append(
+            f"| {e['case']} | {c['nodes']} | {c['rate']} | {c['grad_mb']} | {c.get('straggler_extra_s', 0)} | "
+            f"{e['predicted_from']} | {p['train_throughput_samples_per_s']:.1f} | "
+            f"{m['train_throughput_samples_per_s']:.1f} ({ci['train_throughput_samples_per_s'][0]:.1f}-"
+            f"{ci['train_throughput_samples_per_s'][1]:.1f}) | {pct(er['train_throughput_samples_per_s'])} | "
+            f"{p['step_time_s'] * 1e3:.0f} | {m['step_time_s'] * 1e3:.0f} | {pct(er['step_time_s'])} | "
+            f"{p['gpu_idle_fraction']:.1%} | {m['gpu_idle_fraction']:.1%} | {er['gpu_idle_fraction']:+.1f} | "
+            f"{p['collective_time_s'] * 1e3:.0f} | {m['collective_time_s'] * 1e3:.0f} | {pct(er['collective_time_s'])} | "
+            f"{e['cv_throughput']:.1%} | {max(e['loadavg']):.1f} |")
+    t = doc["thresholds"]
+    v1, v2 = t["median_abs_train_throughput_error_pct"]["value"], t["max_abs_step_time_error_pct"]["value"]
+    lines += ["", f"median |throughput error| {'n/a' if v1 is None else f'{v1:.1f}%'} (limit "
+                  f"{t['median_abs_train_throughput_error_pct']['limit']}%), max |step time error| "
+                  f"{'n/a' if v2 is None else f'{v2:.1f}%'} (limit {t['max_abs_step_time_error_pct']['limit']}%): "
+                  + ("PASS" if doc["pass"] else "FAIL"), ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
