@@ -1,6 +1,6 @@
 // The SimGrid model of one node running G training ranks, each with its own PyTorch DataLoader.
 //
-// Actors per rank (DESIGN.md, reference/ Part 2):
+// Actors per rank (docs/modelling.md, "DataLoader semantics"):
 //   main loop  - iterator start (spawn workers or resume), priming P x W tasks, in-order next() with a
 //                reorder buffer (head-of-line blocking), one new task per batch handed over, H2D copy,
 //                GPU step, optimizer-step barrier + collective.
@@ -22,7 +22,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "common/check.h"
-#include "sim/random.h"
+#include "common/random.h"
 #include "sim/sim_queue.h"
 
 namespace simreplay::sim {
