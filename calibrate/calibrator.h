@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/contention.h"
+#include "calibrate/trace_data.h"
 #include "common/status.h"
 #include "models/model_params.h"
 #include "scenarios/scenario.h"
@@ -34,17 +35,6 @@ struct CalibrateOptions {
   double busy_core_slowdown = -1;
 };
 
-// What a trace measured, on the simulator's clock (first iter() to the last step end).
-struct MeasuredSummary {
-  int64_t samples = 0;  // samples delivered to the training loop
-  int64_t batches = 0;
-  double wall_s = 0;
-  double train_throughput_samples_per_s = 0;
-  double gpu_idle_fraction = 0;
-  double mean_data_wait_s = 0;
-  nlohmann::json ToJson() const;
-};
-
 // One captured configuration the self-check replays.
 struct CapturedRun {
   std::string trace;             // path as given
@@ -61,14 +51,10 @@ struct CalibrationResult {
   std::vector<std::string> warnings;  // also in model.extra["warnings"]
 };
 
-// Reads every trace and the probe and fits the model. Errors: InvalidArgument/Corruption naming
-// FILE[:LINE] for bad input (empty trace, nothing measured, contradictory fields); low-confidence fits
-// are not errors but are flagged in fit_quality and listed in warnings.
+// Reads every trace and the probe, then runs the stages of calibrate/stages.h in order. Errors:
+// InvalidArgument/Corruption naming FILE[:LINE] for bad input (empty trace, nothing measured, contradictory fields);
+// low-confidence fits are not errors but are flagged in fit_quality and listed in warnings.
 Result<CalibrationResult> Calibrate(const CalibrateOptions& options);
-
-// The path to store as the model's "trace": relative to the model file's directory when both are
-// relative or both absolute, else absolute.
-std::string TracePathForModel(const std::string& trace, const std::string& model_path);
 
 // Simulates one scenario and returns result.json (sim::SimulateScenario in the CLI).
 using SimulateFn = std::function<Result<nlohmann::json>(const scenarios::Scenario&)>;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "calibrate/cost_regression.h"
+#include "common/quantile.h"
 
 namespace simreplay::calibrate {
 
@@ -39,7 +40,7 @@ ContentionEstimate EstimateContention(const ContentionInput& in) {
     ++e.samples_with_cpu;
   }
   if (!in.worker_cpu_utilization.empty()) {
-    e.worker_cpu_utilization_median = Quantile(in.worker_cpu_utilization, 0.5);
+    e.worker_cpu_utilization_median = QuantileNearestRank(in.worker_cpu_utilization, 0.5);
   }
   e.busy_loader_threads = in.run_wall_s > 0 ? busy_wall / in.run_wall_s : 0;
   const double cores = in.cores > 0 ? in.cores : 0;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "common/quantile.h"
+
 namespace simreplay::calibrate {
 
 const std::vector<double>& ResidualQuantileProbs() {
@@ -14,13 +16,6 @@ const std::vector<double>& ResidualQuantileProbs() {
     return p;
   }();
   return probs;
-}
-
-double Quantile(std::vector<double> values, double p) {
-  std::sort(values.begin(), values.end());
-  double rank = std::ceil(std::clamp(p, 0.0, 1.0) * static_cast<double>(values.size()));
-  size_t i = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
-  return values[std::min(i, values.size() - 1)];
 }
 
 double RobustFit::Predict(const std::vector<double>& x) const {
@@ -223,7 +218,8 @@ Result<RobustFit> FitHuber(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
   fit.r2 = sst > 0 ? 1 - sse / sst : (sse > 0 ? 0.0 : 1.0);
   fit.mape = ape_n > 0 ? ape / static_cast<double>(ape_n) : 0;
   if (!ratios.empty()) {
-    for (double prob : ResidualQuantileProbs()) fit.residual_ratio_quantiles.push_back(Quantile(ratios, prob));
+    for (double prob : ResidualQuantileProbs())
+      fit.residual_ratio_quantiles.push_back(QuantileNearestRank(ratios, prob));
   }
   if (n < kMinConfidentSamples) fit.reasons.push_back(fmt::format("only {} samples (< {})", n, kMinConfidentSamples));
   if (y.maxCoeff() <= 0) fit.reasons.push_back("every observation is zero");

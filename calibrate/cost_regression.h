@@ -54,7 +54,4 @@ Result<RobustFit> FitHuber(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
                            const std::vector<std::string>& regressor_names, const std::string& where,
                            double huber_k = kHuberK, int max_iterations = 100);
 
-// Nearest-rank quantile of `values` (copied and sorted) at probability p in [0, 1]. REQUIRES: !empty.
-double Quantile(std::vector<double> values, double p);
-
 }  // namespace simreplay::calibrate

@@ -27,6 +27,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/json_fields.h"
+#include "common/quantile.h"
+#include "common/random.h"
 
 namespace simreplay::calibrate {
 
@@ -46,13 +49,8 @@ double SecondsBetween(Clock::time_point a, Clock::time_point b) { return std::ch
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
-// SplitMix64: turns (seed, salt) into well-mixed seeds for independent generators.
-uint64_t MixSeed(uint64_t seed, uint64_t salt) {
-  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (salt + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+// Independent, well-mixed seeds per (seed, salt): the project's generator (common/random.h).
+uint64_t MixSeed(uint64_t seed, uint64_t salt) { return Rng::DeriveSeed(seed, salt); }
 
 std::string HumanBytes(uint64_t bytes) {
   if (bytes >= (uint64_t{1} << 20) && bytes % (uint64_t{1} << 20) == 0) {
@@ -371,12 +369,8 @@ LatencyStats ComputeLatencyStats(std::vector<double>& op_s) {
   double sum = 0;
   for (double v : op_s) sum += v;
   stats.mean = sum / static_cast<double>(op_s.size());
-  auto rank = [&](double p) {
-    size_t idx = static_cast<size_t>(std::ceil(p * static_cast<double>(op_s.size())));
-    return op_s[std::clamp<size_t>(idx, 1, op_s.size()) - 1];
-  };
-  stats.p50 = rank(0.50);
-  stats.p99 = rank(0.99);
+  stats.p50 = SortedQuantileNearestRank(op_s, 0.50);
+  stats.p99 = SortedQuantileNearestRank(op_s, 0.99);
   return stats;
 }
 
@@ -870,6 +864,88 @@ std::string FormatProbeTable(const ProbeResult& r) {
   }
   for (const std::string& n : r.notes) out += "note: " + n + "\n";
   return out;
+}
+
+nlohmann::json ProbeFitRecord::ToJson() const {
+  nlohmann::json j = {{"latency_s", latency_s},
+                      {"bandwidth_bytes_per_s",
+                       bandwidth_bytes_per_s ? nlohmann::json(*bandwidth_bytes_per_s) : nlohmann::json(nullptr)}};
+  if (r2) j["r2"] = *r2;
+  if (max_useful_concurrency) j["max_useful_concurrency"] = *max_useful_concurrency;
+  if (peak_bytes_per_s) j["peak_bytes_per_s"] = *peak_bytes_per_s;
+  if (max_useful_concurrency_by_block) j["max_useful_concurrency_by_block"] = *max_useful_concurrency_by_block;
+  return j;
+}
+
+namespace {
+
+Status ProbeFieldError(const std::string& path, const std::string& field, const std::string& expected,
+                       const nlohmann::json& found) {
+  return Status::InvalidArgument(path + ": " + field + ": expected " + expected + ", found " + found.dump());
+}
+
+Result<std::optional<ProbeFitRecord>> ReadFitRecord(const std::string& path, const nlohmann::json& fit,
+                                                    const char* name) {
+  const std::string where = std::string("fit.") + name;
+  if (!fit.contains(name) || fit[name].is_null()) return std::optional<ProbeFitRecord>();
+  const nlohmann::json& f = fit[name];
+  if (!f.is_object()) return ProbeFieldError(path, where, "an object or null", f);
+  ProbeFitRecord r;
+  auto number = [&](const char* key, bool allow_null, std::optional<double>* out) -> Status {
+    if (!f.contains(key) || (allow_null && f[key].is_null())) return Status::Ok();
+    if (!f[key].is_number()) {
+      return ProbeFieldError(path, where + "." + key, allow_null ? "a number or null" : "a number", f[key]);
+    }
+    *out = f[key].get<double>();
+    return Status::Ok();
+  };
+  std::optional<double> latency;
+  SIMREPLAY_RETURN_IF_ERROR(number("latency_s", false, &latency));
+  if (!latency) return ProbeFieldError(path, where + ".latency_s", "a number", nullptr);
+  r.latency_s = *latency;
+  SIMREPLAY_RETURN_IF_ERROR(number("bandwidth_bytes_per_s", true, &r.bandwidth_bytes_per_s));
+  SIMREPLAY_RETURN_IF_ERROR(number("r2", true, &r.r2));
+  SIMREPLAY_RETURN_IF_ERROR(number("peak_bytes_per_s", true, &r.peak_bytes_per_s));
+  if (f.contains("max_useful_concurrency") && !f["max_useful_concurrency"].is_null()) {
+    if (!f["max_useful_concurrency"].is_number_integer()) {
+      return ProbeFieldError(path, where + ".max_useful_concurrency", "an integer", f["max_useful_concurrency"]);
+    }
+    r.max_useful_concurrency = f["max_useful_concurrency"].get<int>();
+  }
+  if (f.contains("max_useful_concurrency_by_block") && f["max_useful_concurrency_by_block"].is_object()) {
+    r.max_useful_concurrency_by_block.emplace();
+    for (const auto& [block, c] : f["max_useful_concurrency_by_block"].items()) {
+      if (!c.is_number_integer()) {
+        return ProbeFieldError(path, where + ".max_useful_concurrency_by_block." + block, "an integer", c);
+      }
+      (*r.max_useful_concurrency_by_block)[block] = c.get<int>();
+    }
+  }
+  return std::optional<ProbeFitRecord>(std::move(r));
+}
+
+}  // namespace
+
+Result<ProbeDocument> ReadProbeFile(const std::string& path) {
+  auto json = ReadJsonFile(path);
+  if (!json.ok()) return json.status();
+  const nlohmann::json& p = *json;
+  if (!p.is_object() || p.value("schema", "") != "simreplay.probe/1") {
+    return Status::InvalidArgument(path + ":1: not a simreplay.probe/1 document");
+  }
+  ProbeDocument doc;
+  doc.file = path;
+  if (p.contains("cache_drop") && p["cache_drop"].is_string()) doc.cache_drop = p["cache_drop"].get<std::string>();
+  if (!p.contains("fit") || p["fit"].is_null()) return doc;
+  if (!p["fit"].is_object()) return ProbeFieldError(path, "fit", "an object", p["fit"]);
+  const nlohmann::json& fit = p["fit"];
+  for (auto [name, out] : {std::pair{"sequential", &doc.sequential}, std::pair{"random", &doc.random},
+                           std::pair{"page_cache", &doc.page_cache}}) {
+    auto r = ReadFitRecord(path, fit, name);
+    if (!r.ok()) return r.status();
+    *out = std::move(*r);
+  }
+  return doc;
 }
 
 }  // namespace simreplay::calibrate

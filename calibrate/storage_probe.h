@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/status.h"
 
 namespace simreplay::calibrate {
@@ -135,6 +137,30 @@ int MaxUsefulConcurrency(const std::map<int, double>& bytes_per_s_by_concurrency
 
 // The document of docs/probe-format.md, pretty-printed, ending in a newline.
 std::string ProbeResultToJson(const ProbeResult& result);
+
+// The fit section of a probe document as read back (calibration's use of the format). Values are kept
+// as written (bandwidth, not its reciprocal) so that what is reported is what the probe wrote.
+struct ProbeFitRecord {
+  double latency_s = 0;
+  std::optional<double> bandwidth_bytes_per_s;  // null in the file: slope not positive
+  std::optional<double> r2;
+  std::optional<int> max_useful_concurrency;
+  std::optional<double> peak_bytes_per_s;
+  std::optional<std::map<std::string, int>> max_useful_concurrency_by_block;  // block bytes (as written) -> threads
+  // The record as the probe wrote it (only the fields present).
+  nlohmann::json ToJson() const;
+};
+
+struct ProbeDocument {
+  std::string file;        // the path read
+  std::string cache_drop;  // "" when absent
+  std::optional<ProbeFitRecord> sequential, random, page_cache;
+};
+
+// Reads a simreplay.probe/1 document: the one reader of the format (docs/probe-format.md). Errors
+// (InvalidArgument, exit 3) name FILE:LINE for malformed JSON, FILE:1 for another schema, and FILE plus
+// the field path for a fit field of the wrong type. A missing or null fit is not an error.
+Result<ProbeDocument> ReadProbeFile(const std::string& path);
 
 // A human-readable table of the measurements and the fit.
 std::string FormatProbeTable(const ProbeResult& result);

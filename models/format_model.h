@@ -1,7 +1,7 @@
 // How a storage container format (files, tar shards, LMDB, HDF5, ...) shapes the I/O and CPU work of
 // loading one sample, and the pure transformation of per-sample costs from the format a trace was
-// captured in to another. Plain C++, no replay/ dependency (DESIGN.md: models/ uses only Eigen and
-// Boost): the costs are passed as SampleIo values; calibrate/format_model.h applies it to a
+// captured in to another. Plain C++, no replay/ dependency (models/ depends on common/ only): the
+// costs are passed as SampleIo values; calibrate/format_model.h applies it to a
 // replay::SampleCostTable.
 //
 // Cost of reading one sample of b media bytes in container c:

@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "replay/run_window.h"
 #include "replay/trace_reader.h"
 
 namespace simreplay::replay {
@@ -34,7 +35,7 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
   std::set<std::pair<int64_t, int64_t>> indices;  // (rank, index)
   double step_compute_sum = 0, comm_sum = 0;
   int64_t micro_batches = 0, steps = 0;
-  int64_t t_first = INT64_MAX, t_last = INT64_MIN, t_epoch_start = INT64_MAX;
+  RunWindow window;
   for (const auto& path : trace_paths) {
     auto reader = TraceReader::Open(path);
     if (!reader.ok()) return reader.status();
@@ -48,17 +49,17 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
         SampleCost c{s->read_ns * kNs, s->decode_ns * kNs,          s->augment_ns * kNs, s->read_bytes,
                      s->out_bytes,     FormatId(&table, s->format), s->unsplit};
         keyed.push_back({{s->rank, s->epoch, s->batch, s->t_start_ns, s->index}, c});
+        window.AddSample(*s);
         indices.insert({0, s->index});
       } else if (auto* b = std::get_if<BatchRecord>(&record)) {
         batches.push_back(*b);
-        int64_t start = b->t_next_start_ns >= 0 ? b->t_next_start_ns : b->t_ready_ns - b->wait_ns;
-        t_first = std::min(t_first, start);
+        window.AddBatch(*b);
       } else if (auto* st = std::get_if<StepRecord>(&record)) {
         step_compute_sum += st->compute_ns * kNs;
         comm_sum += st->comm_ns * kNs;
         micro_batches += st->micro_batches;
         ++steps;
-        t_last = std::max(t_last, st->t_start_ns + st->step_ns);
+        window.AddStep(*st);
       } else if (auto* w = std::get_if<WorkerRecord>(&record)) {
         if (w->worker >= 0)
           table.measured.max_worker_pss_bytes = std::max(table.measured.max_worker_pss_bytes, w->pss_bytes);
@@ -68,7 +69,7 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
         // The run starts at the first iter() (capture's epoch_start event), before workers spawn.
         if (o->type == "event" && o->json.value("kind", "") == "epoch_start" && o->json.contains("t_ns") &&
             o->json["t_ns"].is_number_integer()) {
-          t_epoch_start = std::min(t_epoch_start, o->json["t_ns"].get<int64_t>());
+          window.AddEpochStart(o->json["t_ns"].get<int64_t>());
         }
       } else if (auto* h = std::get_if<HostRecord>(&record)) {
         table.measured.peak_host_mem_bytes = std::max(table.measured.peak_host_mem_bytes, h->mem_used_bytes);
@@ -107,9 +108,8 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
     if (size_sum > 0 && !keyed.empty()) m.mean_collate_per_sample_s = collate / static_cast<double>(size_sum);
     if (pin_s > 0) m.mean_pin_bytes_per_s = pin_bytes / pin_s;
     if (h2d_s > 0) m.mean_h2d_bytes_per_s = h2d_bytes / h2d_s;
-    if (t_epoch_start != INT64_MAX) t_first = std::min(t_first, t_epoch_start);
-    if (t_last > t_first && t_first != INT64_MAX) m.wall_s = (t_last - t_first) * kNs;
   }
+  m.wall_s = window.wall_s();
   if (micro_batches > 0) m.mean_step_compute_s = step_compute_sum / static_cast<double>(micro_batches);
   if (steps > 0) m.mean_comm_s = comm_sum / static_cast<double>(steps);
 

@@ -29,7 +29,7 @@ struct SampleCost {
 struct MeasuredRun {
   int64_t samples = 0;  // samples delivered to the training loop (sum of batch sizes)
   int64_t batches = 0;
-  double wall_s = 0;  // first iter() (epoch_start event; else first next()) to last step end
+  double wall_s = 0;  // replay/run_window.h: first iter() to the last step end
   double mean_wait_s = 0;
   double mean_collate_per_sample_s = -1;  // -1: unknown
   double mean_pin_bytes_per_s = -1;

@@ -36,11 +36,6 @@ Status GetIntIn(const JsonFields& f, const char* key, int* out, int64_t lo, int6
   return Status::Ok();
 }
 
-std::string Resolve(const std::string& base_dir, const std::string& p) {
-  if (p.empty() || p[0] == '/') return p;
-  return base_dir + "/" + p;
-}
-
 Status ParseLoader(const nlohmann::json& j, const std::string& where, LoaderConfig* c) {
   JsonFields f(j, where + ": loader");
   SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(
@@ -243,13 +238,6 @@ const char* TopologyName(Topology t) { return kTopologyNames[static_cast<size_t>
 const char* AlgorithmName(CollectiveAlgorithm a) { return kAlgorithmNames[static_cast<size_t>(a)]; }
 const char* StorageKindName(StorageKind k) { return kStorageKindNames[static_cast<size_t>(k)]; }
 
-std::string DirectoryOf(const std::string& path) {
-  auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 Result<nlohmann::json> LoadScenarioJson(const std::string& path) {
   auto json = ReadJsonFile(path);
   if (!json.ok()) return json.status();
@@ -266,10 +254,9 @@ Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& wh
   SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalString("model", &model));
   SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalString("trace", &trace));
   if (model.empty() && trace.empty()) return f.Error("needs \"model\" or \"trace\" (or both)");
-  s.model_path = Resolve(base_dir, model);
-  s.trace_path = Resolve(base_dir, trace);
-  for (const char* section :
-       {"data", "loader", "hardware", "train", "replay", "outputs", "cluster", "collective", "storage"}) {
+  s.model_path = ResolvePath(base_dir, model);
+  s.trace_path = ResolvePath(base_dir, trace);
+  for (const char* section : {"data", "loader", "hardware", "train", "replay", "outputs", "cluster", "collective", "storage"}) {
     if (json.contains(section) && !json[section].is_object()) {
       return f.Error(std::string("'") + section + "' must be an object");
     }

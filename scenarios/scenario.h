@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/paths.h"
 #include "common/status.h"
 
 namespace simreplay::scenarios {
@@ -118,7 +119,7 @@ Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& wh
 // Without "sweep", one point with no axes.
 Result<std::vector<SweepPoint>> ExpandSweep(const nlohmann::json& json, const std::string& where,
                                             const std::string& base_dir);
-// Directory part of a path ("." when none).
-std::string DirectoryOf(const std::string& path);
+// Directory part of a path ("." when none): the project's one definition (common/paths.h).
+using ::simreplay::DirectoryOf;
 
 }  // namespace simreplay::scenarios

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/quantile.h"
 #include "models/cluster_topology.h"
 
 namespace simreplay::sim {
@@ -18,12 +19,7 @@ double Round9(double value) {
 nlohmann::json Distribution(std::vector<double> values) {
   if (values.empty()) return {{"mean", 0.0}, {"p50", 0.0}, {"p95", 0.0}, {"p99", 0.0}, {"max", 0.0}};
   std::sort(values.begin(), values.end());
-  auto percentile = [&](double p) {
-    double pos = p * static_cast<double>(values.size() - 1);
-    size_t lo = static_cast<size_t>(std::floor(pos));
-    size_t hi = std::min(lo + 1, values.size() - 1);
-    return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
-  };
+  auto percentile = [&](double p) { return SortedQuantileLinear(values, p); };
   double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
   return {{"mean", Round9(mean)},
           {"p50", Round9(percentile(0.50))},

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/random.h"
+#include "common/random.h"
 
 namespace simreplay::sim {
 

@@ -5,10 +5,12 @@
 #include <fmt/format.h>
 
 #include "common/atomic_file.h"
+#include "common/paths.h"
 #include "models/model_params.h"
 #include "replay/manifest.h"
 #include "sim/format_replay.h"
 #include "sim/metrics.h"
+#include "sim/raw_stats_codec.h"
 #include "sim/simulation.h"
 #include "sim/timeline_writer.h"
 
@@ -99,7 +101,7 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
   std::string trace = scenario.trace_path;
   if (trace.empty()) {
     const std::string& t = point.input.model.trace_path;
-    trace = (t.empty() || t[0] == '/') ? t : scenarios::DirectoryOf(scenario.model_path) + "/" + t;
+    trace = ResolveBesideFile(scenario.model_path, t);
   }
   // Cached per (trace, format): the points of a sweep share the loaded and transformed costs.
   const std::string cache_key = trace + "#" + scenario.data_format;
@@ -199,24 +201,40 @@ std::vector<IsolatedJob> MakeJobs(const PreparedPoint& point, const std::string&
       Status s = WriteFileAtomically(timeline_path, text);
       if (!s.ok()) return s;
     }
-    return SummarizeMetrics(input, *stats).dump();
+    return EncodeRawStats(*stats);
   });
   jobs.push_back([&point]() -> Result<std::string> {
     SimInput input = point.input;
     input.pipeline_only = true;
     auto stats = RunSimulation(input);
     if (!stats.ok()) return stats.status();
-    return fmt::format("{:.17g}", static_cast<double>(stats->samples_consumed) / std::max(stats->makespan_s, 1e-12));
+    return EncodeRawStats(*stats);
   });
   return jobs;
 }
 
-Result<nlohmann::json> AssembleResult(const PreparedPoint& point, const Result<std::string>& full,
-                                      const Result<std::string>& pipeline) {
+Result<PointRuns> DecodePointRuns(const Result<std::string>& full, const Result<std::string>& pipeline) {
   if (!full.ok()) return full.status();
   if (!pipeline.ok()) return pipeline.status();
-  nlohmann::json metrics = nlohmann::json::parse(*full);
-  metrics["pipeline_throughput_samples_per_s"] = Round9(std::stod(*pipeline));
+  auto f = DecodeRawStats(*full);
+  if (!f.ok()) return f.status();
+  auto p = DecodeRawStats(*pipeline);
+  if (!p.ok()) return p.status();
+  return PointRuns{std::move(*f), std::move(*p)};
+}
+
+Result<PointRuns> RunPoint(const PreparedPoint& point) {
+  auto results = RunIsolated(MakeJobs(point, ""), 2);
+  return DecodePointRuns(results[0], results[1]);
+}
+
+Result<nlohmann::json> AssembleResult(const PreparedPoint& point, const Result<std::string>& full,
+                                      const Result<std::string>& pipeline) {
+  auto runs = DecodePointRuns(full, pipeline);
+  if (!runs.ok()) return runs.status();
+  nlohmann::json metrics = SummarizeMetrics(point.input, runs->full);
+  metrics["pipeline_throughput_samples_per_s"] = Round9(static_cast<double>(runs->pipeline_only.samples_consumed) /
+                                                        std::max(runs->pipeline_only.makespan_s, 1e-12));
   nlohmann::json result = nlohmann::json::object();
   result["schema"] = kResultSchema;
   result["scenario"] = point.input.scenario.resolved;

@@ -34,9 +34,20 @@ struct PreparedPoint {
 
 Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCache* cache);
 
-// Two jobs: [0] the full run (writes the timeline to `timeline_path` when not empty) returning the
-// metrics JSON, [1] the pipeline-only run returning its throughput.
+// The one job pair of a point: [0] the full run (writes the timeline to `timeline_path` when not
+// empty), [1] the pipeline-only run (loader, storage and CPU only, no training step). Each returns its
+// raw statistics encoded by sim/raw_stats_codec.h.
 std::vector<IsolatedJob> MakeJobs(const PreparedPoint& point, const std::string& timeline_path);
+
+// The raw statistics of a point's two runs.
+struct PointRuns {
+  SimRawStats full;
+  SimRawStats pipeline_only;
+};
+Result<PointRuns> DecodePointRuns(const Result<std::string>& full, const Result<std::string>& pipeline);
+
+// Runs the job pair (in children, no timeline) and decodes it.
+Result<PointRuns> RunPoint(const PreparedPoint& point);
 
 // result.json for a point from the outputs of its two jobs.
 Result<nlohmann::json> AssembleResult(const PreparedPoint& point, const Result<std::string>& full,

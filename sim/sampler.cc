@@ -3,7 +3,7 @@
 #include <numeric>
 #include <utility>
 
-#include "sim/random.h"
+#include "common/random.h"
 
 namespace simreplay::sim {
 

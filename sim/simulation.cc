@@ -20,7 +20,6 @@
 #include "sim/dataloader.h"
 #include "sim/node_state.h"
 #include "sim/platform.h"
-#include "sim/random.h"
 #include "sim/rank_context.h"
 #include "sim/run_config.h"
 #include "sim/sampler.h"

@@ -80,27 +80,59 @@ nlohmann::json MeasuredJson(const std::vector<double>& values, const BootstrapOp
           {"values", rounded}};
 }
 
-}  // namespace
+// The manifest of the first measured train trace that has one (the machine the runs measured).
+const nlohmann::json* FirstManifest(const AnalysisInput& in) {
+  for (const auto& run : in.runs) {
+    if (run.plan.discarded || run.plan.kind != "train") continue;
+    auto it = in.facts.find(run.plan.id);
+    if (it != in.facts.end() && it->second.manifest.is_object() && !it->second.manifest.empty()) {
+      return &it->second.manifest;
+    }
+  }
+  return nullptr;
+}
 
-nlohmann::json Analyze(const AnalysisInput& in) {
+double ManifestNumber(const nlohmann::json* manifest, const char* section, const char* key) {
+  if (manifest == nullptr || !manifest->contains(section) || !(*manifest)[section].is_object()) return -1;
+  const auto& s = (*manifest)[section];
+  return s.contains(key) && s[key].is_number() ? s[key].get<double>() : -1;
+}
+
+// Whether measured runs read from a warm page cache, from the traces' own data volume and RAM: stated
+// only as far as the manifest supports it.
+std::string PageCacheStatement(const AnalysisInput& in) {
+  const nlohmann::json* manifest = FirstManifest(in);
+  const double data_bytes = ManifestNumber(manifest, "data", "bytes");
+  const double ram_bytes = ManifestNumber(manifest, "hardware", "ram_bytes");
+  const int warmups = in.spec->warmup_runs;
+  if (data_bytes <= 0 || ram_bytes <= 0) {
+    return "not stated: the traces' manifest gives no data volume or RAM size; cold-storage behaviour is not "
+           "measured separately";
+  }
+  const std::string volume = fmt::format("{:.0f} MiB of data, {:.1f} GiB of RAM (trace manifest)",
+                                         data_bytes / (1 << 20), ram_bytes / (1 << 30));
+  if (warmups > 0 && data_bytes <= 0.5 * ram_bytes) {
+    return "the dataset is read by the discarded warm-up runs and fits in the page cache (" + volume +
+           "), so the measured runs read from a warm page cache; cold-storage behaviour is not measured here";
+  }
+  if (warmups == 0) return "no warm-up run: the first measured runs may read from storage (" + volume + ")";
+  return "the dataset may not stay in the page cache (" + volume + "): measured runs may read from storage";
+}
+
+// The host, as the traces recorded it.
+std::string HostStatement(const AnalysisInput& in) {
+  const double cores = ManifestNumber(FirstManifest(in), "hardware", "cores");
+  return cores > 0 ? fmt::format("{:.0f}-core host (trace manifest)", cores) : "host of unknown size";
+}
+
+// --- The sections of validation.json, in document order (docs/validation-format.md). ---
+
+// One row per case: its configuration, the factor it varies and the case it is predicted from.
+nlohmann::json MatrixJson(const AnalysisInput& in) {
   const ExperimentSpec& spec = *in.spec;
-  const BootstrapOptions& boot = spec.bootstrap;
-  nlohmann::json doc = nlohmann::json::object();
-  doc["schema"] = kValidationSchema;
-  doc["name"] = spec.name;
-  doc["description"] = spec.description;
-  doc["mode"] = spec.mode;
-  doc["accelerator"] = "emulated";
-  doc["accelerator_note"] = fmt::format(
-      "no GPU: every training step in the real runs was an emulated sleep of {} s per micro-batch (bench --emulate), "
-      "and every prediction simulates that emulated step",
-      spec.run.step_time_s);
-  doc["spec"] = spec.raw;
-
-  // --- Experiment matrix.
   nlohmann::json matrix = nlohmann::json::array();
   for (const auto& c : spec.cases) {
-    std::string from = c.name == spec.calibrate_from ? spec.calibrate_alternate : spec.calibrate_from;
+    const std::string& from = PredictedFrom(spec, c.name);
     matrix.push_back({{"case", c.name},
                       {"config", BenchConfigToJson(c.config)},
                       {"factors_vs_base", c.factors},
@@ -108,10 +140,40 @@ nlohmann::json Analyze(const AnalysisInput& in) {
                       {"train_reps", RepValues(in, c.name, "train", kTrainThroughput).size()},
                       {"pipeline_reps", RepValues(in, c.name, "pipeline", kPipelineThroughput).size()}});
   }
-  doc["matrix"] = matrix;
-  doc["base"] = BenchConfigToJson(spec.base);
+  return matrix;
+}
 
-  // --- Method: how warm-up, page cache, inputs and noise are handled.
+// How warm-up, page cache, inputs, statistics and calibration are handled.
+nlohmann::json MethodJson(const AnalysisInput& in) {
+  const ExperimentSpec& spec = *in.spec;
+  const BootstrapOptions& boot = spec.bootstrap;
+  return {
+      {"steps", spec.run.steps},
+      {"warmup_steps_excluded", spec.run.warmup_steps},
+      {"warmup_runs_discarded_per_case", spec.warmup_runs},
+      {"repetitions", spec.repetitions},
+      {"order",
+       "interleaved: discarded warm-up runs of every case first, then repetition by repetition every case's "
+       "train run in case order (A B A B ...), then every case's pipeline-only run"},
+      {"fixed_inputs", fmt::format("same dataset, seed {} (same shuffle and the same augmentation draws per worker), "
+                                   "same steps in every run",
+                                   spec.run.seed)},
+      {"page_cache", PageCacheStatement(in)},
+      {"statistic", "median of the repetitions; percentile bootstrap interval of the median"},
+      {"bootstrap", {{"resamples", boot.resamples}, {"seed", boot.seed}, {"confidence", boot.confidence}}},
+      {"memory_definition",
+       "peak over 2 Hz samples of main-process RSS + every worker's PSS (from the trace); the "
+       "host-wide MemTotal-MemAvailable peak of the bench summary includes other tenants and is "
+       "reported but not compared"},
+      {"calibration",
+       fmt::format("every case is predicted from a model calibrated on the median-throughput train run of "
+                   "case '{}', except '{}' itself, predicted from case '{}': never from the case "
+                   "being predicted",
+                   spec.calibrate_from, spec.calibrate_from, spec.calibrate_alternate)}};
+}
+
+// Load around the runs and failed runs: the noise the numbers were measured under.
+nlohmann::json NoiseJson(const AnalysisInput& in) {
   double load_min = 1e300, load_max = -1;
   int failed_runs = 0, measured_runs = 0;
   for (const auto& run : in.runs) {
@@ -124,44 +186,31 @@ nlohmann::json Analyze(const AnalysisInput& in) {
     if (!run.plan.discarded) ++measured_runs;
     if (run.exit_code != 0) ++failed_runs;
   }
-  doc["method"] = {
-      {"steps", spec.run.steps},
-      {"warmup_steps_excluded", spec.run.warmup_steps},
-      {"warmup_runs_discarded_per_case", spec.warmup_runs},
-      {"repetitions", spec.repetitions},
-      {"order",
-       "interleaved: discarded warm-up runs of every case first, then repetition by repetition every case's "
-       "train run in case order (A B A B ...), then every case's pipeline-only run"},
-      {"fixed_inputs", fmt::format("same dataset, seed {} (same shuffle and the same augmentation draws per worker), "
-                                   "same steps in every run",
-                                   spec.run.seed)},
-      {"page_cache",
-       "the dataset is read once by the discarded warm-up runs, so every measured run reads from a warm "
-       "page cache (the data volume is far below RAM); cold-storage behaviour is not measured here"},
-      {"statistic", "median of the repetitions; percentile bootstrap interval of the median"},
-      {"bootstrap", {{"resamples", boot.resamples}, {"seed", boot.seed}, {"confidence", boot.confidence}}},
-      {"memory_definition",
-       "peak over 2 Hz samples of main-process RSS + every worker's PSS (from the trace); the "
-       "host-wide MemTotal-MemAvailable peak of the bench summary includes other tenants and is "
-       "reported but not compared"},
-      {"calibration",
-       fmt::format("every case is predicted from a model calibrated on the median-throughput train run of "
-                   "case '{}', except '{}' itself, predicted from case '{}': never from the case "
-                   "being predicted",
-                   spec.calibrate_from, spec.calibrate_from, spec.calibrate_alternate)}};
-  doc["noise"] = {{"loadavg_1min_min", load_max < 0 ? -1 : R(load_min)},
-                  {"loadavg_1min_max", load_max < 0 ? -1 : R(load_max)},
-                  {"runs_measured", measured_runs},
-                  {"runs_failed", failed_runs},
-                  {"note",
-                   "shared 2-core VM: other tenants' load moves wall-clock throughput from run to run; each "
-                   "case's coefficient of variation (cv) is given with its results"}};
+  return {
+      {"loadavg_1min_min", load_max < 0 ? -1 : R(load_min)},
+      {"loadavg_1min_max", load_max < 0 ? -1 : R(load_max)},
+      {"runs_measured", measured_runs},
+      {"runs_failed", failed_runs},
+      {"note", HostStatement(in) + ": other processes' load moves wall-clock throughput from run to run; each case's "
+                                   "coefficient of variation (cv) is given with its results"}};
+}
 
-  // --- Results: predicted vs measured per case and metric.
-  nlohmann::json results = nlohmann::json::array();
-  std::vector<double> abs_train_errors;
-  double max_idle_error = -1;
+// Predicted vs measured per case and metric, with the errors the thresholds are judged on.
+struct CaseResults {
+  nlohmann::json json = nlohmann::json::array();
+  std::vector<double> abs_train_errors;  // unrounded |train throughput error| of every compared case
+  double max_idle_error = -1;            // largest |GPU idle error|, -1 when none
   std::string worst_idle_case;
+};
+
+CaseResults ResultsJson(const AnalysisInput& in) {
+  const ExperimentSpec& spec = *in.spec;
+  const BootstrapOptions& boot = spec.bootstrap;
+  CaseResults out;
+  nlohmann::json& results = out.json;
+  std::vector<double>& abs_train_errors = out.abs_train_errors;
+  double& max_idle_error = out.max_idle_error;
+  std::string& worst_idle_case = out.worst_idle_case;
   for (const auto& c : spec.cases) {
     nlohmann::json r = {{"case", c.name}};
     auto pred = in.predictions.find(c.name);
@@ -223,9 +272,12 @@ nlohmann::json Analyze(const AnalysisInput& in) {
     if (!cpu_per_sample.empty()) r["loader_cpu_s_per_sample_median"] = R(Median(cpu_per_sample));
     results.push_back(r);
   }
-  doc["results"] = results;
+  return out;
+}
 
-  // --- Rankings: per varied factor (the reference case plus the cases varying it), and over all cases.
+// Per varied factor (the reference case plus the cases varying it) and over all cases.
+nlohmann::json RankingsJson(const AnalysisInput& in, bool* agree) {
+  const ExperimentSpec& spec = *in.spec;
   const ExperimentCase& ref = ReferenceCase(spec);
   std::vector<std::pair<std::string, std::vector<const ExperimentCase*>>> groups;
   for (const auto& factor : FactorNames()) {
@@ -275,9 +327,14 @@ nlohmann::json Analyze(const AnalysisInput& in) {
                           {"same_best", same_best}});
     }
   }
-  doc["rankings"] = rankings;
+  if (agree != nullptr) *agree = rankings_agree;
+  return rankings;
+}
 
-  // --- Correctness: same samples where the factor must not change them; repeatability of each case.
+// Same samples where the factor must not change them; repeatability of each case.
+nlohmann::json CorrectnessJson(const AnalysisInput& in) {
+  const ExperimentSpec& spec = *in.spec;
+  const ExperimentCase& ref = ReferenceCase(spec);
   nlohmann::json correctness = nlohmann::json::array();
   bool correctness_pass = true;
   for (const auto& c : spec.cases) {
@@ -336,9 +393,13 @@ nlohmann::json Analyze(const AnalysisInput& in) {
     correctness_pass = correctness_pass && cross.pass;
     correctness.push_back(j);
   }
-  doc["correctness"] = {{"pass", correctness_pass}, {"checks", correctness}};
+  return {{"pass", correctness_pass}, {"checks", correctness}};
+}
 
-  // --- Observed bottlenecks (measured) and hypotheses (the simulator's verdicts), kept apart.
+// Observed bottlenecks (rules on measured numbers) and hypotheses (the simulator's verdicts), apart.
+void BottlenecksJson(const AnalysisInput& in, const nlohmann::json& results, nlohmann::json* observed_out,
+                     nlohmann::json* hypotheses_out) {
+  const ExperimentSpec& spec = *in.spec;
   nlohmann::json observed = nlohmann::json::array(), hypotheses = nlohmann::json::array();
   int cores = 0;
   for (const auto& [id, facts] : in.facts) {
@@ -386,17 +447,22 @@ nlohmann::json Analyze(const AnalysisInput& in) {
                           {"verdict", verdict}});
     }
     auto p = in.predictions.find(name);
-    if (p != in.predictions.end() && !p->second.bottleneck.is_null() && !p->second.bottleneck.empty()) {
+    if (p != in.predictions.end() && !p->second.bottleneck.stage.empty()) {
       hypotheses.push_back({{"case", name},
                             {"source", "simulator (model calibrated on case '" + p->second.calibrated_from + "')"},
-                            {"stage", p->second.bottleneck.value("stage", "")},
-                            {"evidence", p->second.bottleneck.value("evidence", "")}});
+                            {"stage", p->second.bottleneck.stage},
+                            {"evidence", p->second.bottleneck.evidence}});
     }
   }
-  doc["observed_bottlenecks"] = observed;
-  doc["hypotheses"] = hypotheses;
+  *observed_out = observed;
+  *hypotheses_out = hypotheses;
+}
 
-  // --- A/B comparisons against the reference case, with deployment and rollback checks.
+// A/B comparisons against the reference case, with deployment and rollback checks.
+nlohmann::json ComparisonsJson(const AnalysisInput& in) {
+  const ExperimentSpec& spec = *in.spec;
+  const ExperimentCase& ref = ReferenceCase(spec);
+  const BootstrapOptions& boot = spec.bootstrap;
   nlohmann::json comparisons = nlohmann::json::array();
   for (const auto& c : spec.cases) {
     if (&c == &ref) continue;
@@ -473,11 +539,18 @@ nlohmann::json Analyze(const AnalysisInput& in) {
                                                               : "keep A (gain not established)";
     comparisons.push_back(cmp);
   }
-  doc["comparisons"] = comparisons;
+  return comparisons;
+}
 
-  // --- CI thresholds.
+// The CI thresholds of the spec, judged on the case results.
+nlohmann::json ThresholdsJson(const AnalysisInput& in, const CaseResults& r, const nlohmann::json& baseline) {
+  const ExperimentSpec& spec = *in.spec;
   nlohmann::json thresholds = {{"enabled", spec.thresholds.enabled}};
   bool thresholds_pass = true;
+  const std::vector<double>& abs_train_errors = r.abs_train_errors;
+  const double max_idle_error = r.max_idle_error;
+  const std::string& worst_idle_case = r.worst_idle_case;
+  const nlohmann::json& results = r.json;
   if (!abs_train_errors.empty()) {
     double median_error = Median(abs_train_errors);
     bool ok = median_error <= spec.thresholds.median_train_throughput_error_pct;
@@ -516,15 +589,138 @@ nlohmann::json Analyze(const AnalysisInput& in) {
     }
   }
   thresholds["cases_over_limit"] = failing;
+  // Per-case limits, reported for every case; enforced when the spec sets one.
+  const double case_limit = spec.thresholds.max_case_train_throughput_error_pct;
+  nlohmann::json per_case = nlohmann::json::array();
+  bool per_case_pass = true;
+  for (const auto& row : results) {
+    const auto& m = row["metrics"];
+    nlohmann::json entry = {{"case", row["case"]},
+                            {"train_throughput_error_pct", m[kTrainThroughput].value("error", nlohmann::json())},
+                            {"train_throughput_limit_pct", case_limit >= 0 ? nlohmann::json(case_limit) : nullptr},
+                            {"gpu_idle_error_pp", m[kGpuIdle].value("error", nlohmann::json())},
+                            {"gpu_idle_limit_pp", spec.thresholds.max_gpu_idle_error_pp}};
+    bool ok = m[kGpuIdle].contains("error") &&
+              std::fabs(m[kGpuIdle]["error"].get<double>()) <= spec.thresholds.max_gpu_idle_error_pp;
+    if (case_limit >= 0) {
+      ok = ok && m[kTrainThroughput].contains("error") &&
+           std::fabs(m[kTrainThroughput]["error"].get<double>()) <= case_limit;
+    }
+    entry["pass"] = ok;
+    per_case_pass = per_case_pass && ok;
+    per_case.push_back(entry);
+  }
+  thresholds["per_case"] = per_case;
+  if (case_limit >= 0) thresholds_pass = thresholds_pass && per_case_pass;
+  thresholds["beats_persistence"] = {{"model_median_abs_error_pct", baseline["model_median_abs_error_pct"]},
+                                     {"baseline_median_abs_error_pct", baseline["baseline_median_abs_error_pct"]},
+                                     {"margin_pp", spec.thresholds.beat_persistence_by_pp},
+                                     {"cases", baseline["changed_cases"]},
+                                     {"pass", baseline["model_beats_baseline"]}};
+  thresholds_pass = thresholds_pass && baseline["model_beats_baseline"].get<bool>();
   thresholds["long_term_target"] = "median |train throughput error| <= 3%";
   thresholds["pass"] = thresholds_pass;
-  doc["thresholds"] = thresholds;
-  doc["rankings_agree"] = rankings_agree;
+  return thresholds;
+}
 
-  doc["calibration"] = in.calibration;
-  doc["environment"] = in.environment;
-  // Manifest: from the first measured train trace (versions, commit, hardware, storage, data volume),
-  // plus one command per case and kind.
+// Every planned run ran and was read, and every case has a prediction and a measurement: a
+// validation scored on the cases that happened to survive could pass by accident.
+nlohmann::json CompletenessJson(const AnalysisInput& in) {
+  const ExperimentSpec& spec = *in.spec;
+  std::vector<std::string> problems;
+  const size_t planned = PlanRuns(spec).size();
+  if (in.runs.size() < planned)
+    problems.push_back(fmt::format("{} of {} planned runs recorded", in.runs.size(), planned));
+  for (const auto& run : in.runs) {
+    if (run.exit_code != 0) {
+      problems.push_back(
+          fmt::format("run {} failed (exit {}{})", run.plan.id, run.exit_code, run.timed_out ? ", timed out" : ""));
+    } else if (!run.plan.discarded && !in.metrics.count(run.plan.id)) {
+      problems.push_back(fmt::format("run {}: its summary could not be read", run.plan.id));
+    } else if (!run.plan.discarded && run.plan.kind == "train" && !in.facts.count(run.plan.id)) {
+      problems.push_back(fmt::format("run {}: its trace could not be read", run.plan.id));
+    }
+  }
+  for (const auto& c : spec.cases) {
+    if (RepValues(in, c.name, "train", kTrainThroughput).empty()) {
+      problems.push_back(fmt::format("case {}: no measured train run", c.name));
+    }
+    if (!in.predictions.count(c.name)) {
+      auto why = in.prediction_errors.find(c.name);
+      problems.push_back(fmt::format("case {}: not predicted ({})", c.name,
+                                     why == in.prediction_errors.end() ? "no prediction" : why->second));
+    }
+  }
+  return {
+      {"pass", problems.empty()}, {"runs_planned", planned}, {"runs_recorded", in.runs.size()}, {"problems", problems}};
+}
+
+// The persistence baseline: every case "predicted" as the measured median of the case its model was
+// calibrated on (what one would guess without a simulator). Reported beside the model's errors; on
+// the cases where the factor changes the outcome (the measured median lies outside the calibrating
+// case's bootstrap interval) the model must beat it by spec.thresholds.beat_persistence_by_pp.
+nlohmann::json BaselineJson(const AnalysisInput& in, const CaseResults& r) {
+  const ExperimentSpec& spec = *in.spec;
+  nlohmann::json cases = nlohmann::json::array();
+  std::vector<double> model_changed, baseline_changed;
+  for (const auto& result : r.json) {
+    const std::string name = result["case"].get<std::string>();
+    const std::string& from = PredictedFrom(spec, name);
+    auto own = RepValues(in, name, "train", kTrainThroughput);
+    auto source = RepValues(in, from, "train", kTrainThroughput);
+    if (own.empty() || source.empty()) continue;
+    const double measured = Median(Values(own));
+    const double baseline = Median(Values(source));
+    const Interval source_ci = BootstrapInterval(Values(source), Statistic::kMedian, spec.bootstrap);
+    const bool changed = !source_ci.Contains(measured);
+    nlohmann::json row = {
+        {"case", name},
+        {"baseline_from", from},
+        {"changed_by_factor", changed},
+        {"train_throughput_baseline", R(baseline)},
+        {"train_throughput_baseline_error_pct", R(PredictionError(kTrainThroughput, baseline, measured))}};
+    auto idle_own = RepValues(in, name, "train", kGpuIdle);
+    auto idle_source = RepValues(in, from, "train", kGpuIdle);
+    if (!idle_own.empty() && !idle_source.empty()) {
+      row["gpu_idle_baseline_error_pp"] =
+          R(PredictionError(kGpuIdle, Median(Values(idle_source)), Median(Values(idle_own))));
+    }
+    const auto& model = result["metrics"][kTrainThroughput];
+    if (model.contains("error")) {
+      row["train_throughput_model_error_pct"] = model["error"];
+      if (changed) {
+        model_changed.push_back(std::fabs(model["error"].get<double>()));
+        baseline_changed.push_back(std::fabs(PredictionError(kTrainThroughput, baseline, measured)));
+      }
+    }
+    cases.push_back(row);
+  }
+  nlohmann::json out = {{"definition",
+                         "persistence: each case predicted as the measured median train throughput (and GPU idle) of "
+                         "the case its model was calibrated on; 'changed_by_factor' when the case's measured median "
+                         "lies outside that case's bootstrap interval"},
+                        {"cases", cases},
+                        {"changed_cases", model_changed.size()},
+                        {"margin_pp", spec.thresholds.beat_persistence_by_pp}};
+  if (model_changed.empty()) {
+    out["model_median_abs_error_pct"] = nullptr;
+    out["baseline_median_abs_error_pct"] = nullptr;
+    out["model_beats_baseline"] = false;
+    out["note"] =
+        "no case changed the outcome beyond the calibrating case's interval: nothing shows the model "
+        "does better than repeating the measurement";
+  } else {
+    const double model = Median(model_changed), baseline = Median(baseline_changed);
+    out["model_median_abs_error_pct"] = R(model);
+    out["baseline_median_abs_error_pct"] = R(baseline);
+    out["model_beats_baseline"] = model <= baseline - spec.thresholds.beat_persistence_by_pp;
+  }
+  return out;
+}
+
+// From the first measured train trace (versions, commit, hardware, storage, data volume), plus one
+// command per case and kind and the time span of the runs.
+nlohmann::json ManifestJson(const AnalysisInput& in) {
   nlohmann::json manifest = nlohmann::json::object();
   for (const auto& run : in.runs) {
     if (run.plan.discarded || run.plan.kind != "train") continue;
@@ -548,12 +744,61 @@ nlohmann::json Analyze(const AnalysisInput& in) {
   }
   manifest["commands"] = commands;
   manifest["runs_started_utc"] = {first_started, last_started};
-  doc["manifest"] = manifest;
+  return manifest;
+}
+
+}  // namespace
+
+nlohmann::json Analyze(const AnalysisInput& in) {
+  const ExperimentSpec& spec = *in.spec;
+  nlohmann::json doc = nlohmann::json::object();
+  doc["schema"] = kValidationSchema;
+  doc["name"] = spec.name;
+  doc["description"] = spec.description;
+  doc["mode"] = spec.mode;
+  doc["accelerator"] = "emulated";
+  doc["accelerator_note"] = fmt::format(
+      "no GPU: every training step in the real runs was an emulated sleep of {} s per micro-batch (bench --emulate), "
+      "and every prediction simulates that emulated step",
+      spec.run.step_time_s);
+  doc["spec"] = spec.raw;
+  doc["matrix"] = MatrixJson(in);
+  doc["base"] = BenchConfigToJson(spec.base);
+  doc["method"] = MethodJson(in);
+  doc["noise"] = NoiseJson(in);
+  const CaseResults results = ResultsJson(in);
+  doc["results"] = results.json;
+  bool rankings_agree = true;
+  doc["rankings"] = RankingsJson(in, &rankings_agree);
+  doc["correctness"] = CorrectnessJson(in);
+  BottlenecksJson(in, results.json, &doc["observed_bottlenecks"], &doc["hypotheses"]);
+  doc["comparisons"] = ComparisonsJson(in);
+  doc["baseline"] = BaselineJson(in, results);
+  doc["thresholds"] = ThresholdsJson(in, results, doc["baseline"]);
+  doc["rankings_agree"] = rankings_agree;
+  doc["calibration"] = in.calibration;
+  doc["environment"] = in.environment;
+  doc["manifest"] = ManifestJson(in);
   doc["warnings"] = in.warnings;
-  doc["pass"] = (!spec.thresholds.enabled || thresholds_pass) && correctness_pass;
+  const bool thresholds_pass = doc["thresholds"].value("pass", false);
+  doc["completeness"] = CompletenessJson(in);
+  doc["pass"] = (!spec.thresholds.enabled || thresholds_pass) && doc["correctness"].value("pass", false) &&
+                doc["completeness"].value("pass", false);
   return doc;
 }
 
 bool ChecksFailed(const nlohmann::json& validation) { return !validation.value("pass", false); }
+
+std::string FailedChecks(const nlohmann::json& validation) {
+  if (!ChecksFailed(validation)) return "";
+  std::string failed;
+  auto add = [&](const char* what) { failed += (failed.empty() ? "" : "; ") + std::string(what); };
+  if (!validation["completeness"].value("pass", false)) add("completeness: a run failed or a case lacks data");
+  if (!validation["correctness"].value("pass", false)) add("correctness of delivered samples");
+  if (validation["thresholds"].value("enabled", false) && !validation["thresholds"].value("pass", false)) {
+    add("prediction-error thresholds");
+  }
+  return failed;
+}
 
 }  // namespace simreplay::validation

@@ -40,5 +40,7 @@ double PredictionError(const std::string& metric, double predicted, double measu
 
 // True when validation.json says a requested check failed (thresholds when enabled, correctness).
 bool ChecksFailed(const nlohmann::json& validation);
+// Which requested checks failed, for the one-line message of the CLI ("" when none).
+std::string FailedChecks(const nlohmann::json& validation);
 
 }  // namespace simreplay::validation

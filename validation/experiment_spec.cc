@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/paths.h"
 #include "scenarios/scenario.h"
 #include "validation/json_locator.h"
 
@@ -182,7 +183,7 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   std::string dataset;
   SIMREPLAY_RETURN_IF_ERROR(p.String(j, "", "dataset", &dataset));
   if (!dataset.empty()) {
-    spec.dataset_dir = dataset[0] == '/' ? dataset : scenarios::DirectoryOf(path) + "/" + dataset;
+    spec.dataset_dir = ResolveBesideFile(path, dataset);
   }
 
   if (j.contains("run")) {
@@ -297,13 +298,18 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   }
   if (j.contains("thresholds")) {
     const auto& t = j["thresholds"];
-    SIMREPLAY_RETURN_IF_ERROR(
-        p.CheckKeys(t, "/thresholds", {"median_train_throughput_error_pct", "max_gpu_idle_error_pp"}));
+    SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(t, "/thresholds",
+                                          {"median_train_throughput_error_pct", "max_gpu_idle_error_pp",
+                                           "max_case_train_throughput_error_pct", "beat_persistence_by_pp"}));
     spec.thresholds.enabled = true;
     SIMREPLAY_RETURN_IF_ERROR(p.Double(t, "/thresholds", "median_train_throughput_error_pct", 0, 1000,
                                        &spec.thresholds.median_train_throughput_error_pct));
     SIMREPLAY_RETURN_IF_ERROR(
         p.Double(t, "/thresholds", "max_gpu_idle_error_pp", 0, 100, &spec.thresholds.max_gpu_idle_error_pp));
+    SIMREPLAY_RETURN_IF_ERROR(p.Double(t, "/thresholds", "max_case_train_throughput_error_pct", 0, 1000,
+                                       &spec.thresholds.max_case_train_throughput_error_pct));
+    SIMREPLAY_RETURN_IF_ERROR(
+        p.Double(t, "/thresholds", "beat_persistence_by_pp", 0, 1000, &spec.thresholds.beat_persistence_by_pp));
   }
   if (j.contains("criteria")) {
     const auto& c = j["criteria"];
@@ -322,6 +328,10 @@ Result<ExperimentSpec> LoadExperimentSpec(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return ParseExperimentSpec(buffer.str(), path);
+}
+
+const std::string& PredictedFrom(const ExperimentSpec& spec, const std::string& case_name) {
+  return case_name == spec.calibrate_from ? spec.calibrate_alternate : spec.calibrate_from;
 }
 
 const ExperimentCase* FindCase(const ExperimentSpec& spec, const std::string& name) {

@@ -66,6 +66,11 @@ struct Thresholds {
   bool enabled = false;  // present in the spec: a failure makes `validate` exit 4
   double median_train_throughput_error_pct = 10;
   double max_gpu_idle_error_pp = 10;
+  // Every case's |train throughput error| must stay under this; < 0: no per-case limit (still reported).
+  double max_case_train_throughput_error_pct = -1;
+  // On the cases the factor changes (measured median outside the calibrating case's interval), the
+  // model's median |train throughput error| must beat the persistence baseline's by this many points.
+  double beat_persistence_by_pp = 5;
 };
 
 struct Criteria {
@@ -100,5 +105,9 @@ Result<ExperimentSpec> LoadExperimentSpec(const std::string& path);
 Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::string& path);
 
 const ExperimentCase* FindCase(const ExperimentSpec& spec, const std::string& name);
+
+// The case whose model predicts `case_name`: calibrate_from, or calibrate_alternate for calibrate_from
+// itself (a case is never predicted from its own runs).
+const std::string& PredictedFrom(const ExperimentSpec& spec, const std::string& case_name);
 
 }  // namespace simreplay::validation

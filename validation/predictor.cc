@@ -7,12 +7,12 @@
 #include <memory>
 #include <numeric>
 
+#include "common/paths.h"
+#include "common/quantile.h"
 #include "models/model_params.h"
 #include "scenarios/scenario.h"
-#include "sim/isolated_run.h"
 #include "sim/metrics.h"
 #include "sim/point_runner.h"
-#include "sim/simulation.h"
 #include "validation/measurement.h"
 #include "validation/statistics.h"
 
@@ -51,10 +51,10 @@ struct Window {
   std::vector<double> waits;
 };
 
-Window WarmupExcluded(const nlohmann::json& raw, const std::vector<int64_t>& sizes, int warmup) {
-  std::vector<double> step_s = raw.at("step_s").get<std::vector<double>>();
-  std::vector<double> wait_s = raw.at("wait_s").get<std::vector<double>>();
-  double makespan = raw.at("makespan_s").get<double>();
+Window WarmupExcluded(const sim::SimRawStats& raw, const std::vector<int64_t>& sizes, int warmup) {
+  const std::vector<double>& step_s = raw.step_s;
+  const std::vector<double>& wait_s = raw.wait_s;
+  const double makespan = raw.makespan_s;
   size_t w = std::min<size_t>(static_cast<size_t>(warmup), step_s.size());
   double t_warm = std::accumulate(step_s.begin(), step_s.begin() + static_cast<std::ptrdiff_t>(w), 0.0);
   Window out;
@@ -73,9 +73,7 @@ Result<Prediction> PredictCase(const ExperimentSpec& spec, const ExperimentCase&
   auto model = models::LoadModelFile(model_path);
   if (!model.ok()) return model.status();
   if (model->trace_path.empty()) return Status::InvalidArgument(model_path + ": the model names no trace");
-  std::string trace =
-      model->trace_path[0] == '/' ? model->trace_path : scenarios::DirectoryOf(model_path) + "/" + model->trace_path;
-  trace = Absolute(trace);
+  const std::string trace = Absolute(ResolveBesideFile(model_path, model->trace_path));
 
   nlohmann::json scenario_json = {{"name", fmt::format("validation case {}", c.name)},
                                   {"model", Absolute(model_path)},
@@ -111,48 +109,31 @@ Result<Prediction> PredictCase(const ExperimentSpec& spec, const ExperimentCase&
   pred.accelerator_note = point->accelerator_note;
   for (const auto& w : point->warnings) pred.warnings.push_back(w);
 
+  // The same job pair `simulate` runs: the full run and its pipeline-only companion.
   const sim::PreparedPoint& prepared = *point;
-  std::vector<sim::IsolatedJob> jobs;
-  jobs.push_back([&prepared]() -> Result<std::string> {
-    sim::SimInput input = prepared.input;
-    auto stats = sim::RunSimulation(input);
-    if (!stats.ok()) return stats.status();
-    nlohmann::json out = {{"raw", sim::RawStatsToJson(*stats)}, {"metrics", sim::SummarizeMetrics(input, *stats)}};
-    return out.dump();
-  });
-  jobs.push_back([&prepared]() -> Result<std::string> {
-    sim::SimInput input = prepared.input;
-    input.pipeline_only = true;
-    auto stats = sim::RunSimulation(input);
-    if (!stats.ok()) return stats.status();
-    return sim::RawStatsToJson(*stats).dump();
-  });
-  auto results = sim::RunIsolated(jobs, 2);
-  if (!results[0].ok()) return results[0].status();
-  if (!results[1].ok()) return results[1].status();
-  nlohmann::json full = nlohmann::json::parse(*results[0]);
-  nlohmann::json pipe = nlohmann::json::parse(*results[1]);
+  auto runs = sim::RunPoint(prepared);
+  if (!runs.ok()) return runs.status();
+  const sim::SimRawStats& raw = runs->full;
 
   // The epoch length the simulator used (PreparePoint resolves a dataset size of 0).
   std::vector<int64_t> sizes =
       BatchSizes(prepared.input.scenario.train.dataset_samples, c.config.batch_size, spec.run.steps);
-  Window train = WarmupExcluded(full["raw"], sizes, spec.run.warmup_steps);
-  Window pipeline = WarmupExcluded(pipe, sizes, spec.run.warmup_steps);
+  Window train = WarmupExcluded(raw, sizes, spec.run.warmup_steps);
+  Window pipeline = WarmupExcluded(runs->pipeline_only, sizes, spec.run.warmup_steps);
   if (train.seconds <= 0 || pipeline.seconds <= 0 || train.waits.empty()) {
     return Status::Internal(fmt::format("case {}: the simulated run is shorter than its warm-up", c.name));
   }
-  const auto& raw = full["raw"];
-  double micro = std::max(1.0, raw.at("micro_batches").get<double>());
+  double micro = std::max(1.0, static_cast<double>(raw.micro_batches));
   double steps_in_window = micro - std::min<double>(micro, spec.run.warmup_steps);
-  double gpu_in_window = raw.at("gpu_busy_s").get<double>() * steps_in_window / micro;  // steps of ~equal mean
+  double gpu_in_window = raw.gpu_busy_s * steps_in_window / micro;  // steps of ~equal mean
   pred.values[kTrainThroughput] = sim::Round9(train.samples / train.seconds);
   pred.values[kPipelineThroughput] = sim::Round9(pipeline.samples / pipeline.seconds);
   pred.values[kGpuIdle] = sim::Round9(std::clamp(1 - gpu_in_window / train.seconds, 0.0, 1.0));
   pred.values[kWaitMean] = sim::Round9(Mean(train.waits));
-  pred.values[kWaitP95] = sim::Round9(Quantile(train.waits, 0.95));
-  pred.values[kFirstBatch] = sim::Round9(raw.at("time_to_first_batch_s").get<double>());
-  pred.values[kPeakMemory] = sim::Round9(raw.at("peak_host_memory_bytes").get<double>());
-  pred.bottleneck = full["metrics"].value("bottleneck", nlohmann::json::object());
+  pred.values[kWaitP95] = sim::Round9(QuantileLinear(train.waits, 0.95));
+  pred.values[kFirstBatch] = sim::Round9(raw.time_to_first_batch_s);
+  pred.values[kPeakMemory] = sim::Round9(raw.peak_host_memory_bytes);
+  pred.bottleneck = sim::FindBottleneck(prepared.input, raw);
   return pred;
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "sim/metrics.h"
 #include "validation/experiment_spec.h"
 
 namespace simreplay::validation {
@@ -19,7 +20,7 @@ struct Prediction {
   std::string model_path;                // model the prediction used
   std::string calibrated_from;           // case whose trace calibrated that model
   std::string accelerator_note;
-  nlohmann::json bottleneck;  // the simulator's verdict {stage, evidence}: a hypothesis
+  sim::Bottleneck bottleneck;  // the simulator's verdict: a hypothesis
   std::vector<std::string> warnings;
 };
 

@@ -91,6 +91,22 @@ std::string RenderSuiteTable(const nlohmann::json& v) {
                        a.contains("case") ? ", worst " + a["case"].get<std::string>() : "",
                        a.value("pass", false) ? "PASS" : "FAIL");
   }
+  if (th.contains("beats_persistence")) {
+    const auto& b = th["beats_persistence"];
+    out += fmt::format(
+        "persistence baseline on the {} case(s) the factor changes: model {} vs baseline {} (must beat by {} pp): {}\n",
+        Inline(b["cases"]),
+        b["model_median_abs_error_pct"].is_number() ? fmt::format("{:.1f}%", Num(b["model_median_abs_error_pct"]))
+                                                    : "–",
+        b["baseline_median_abs_error_pct"].is_number() ? fmt::format("{:.1f}%", Num(b["baseline_median_abs_error_pct"]))
+                                                       : "–",
+        Inline(b["margin_pp"]), b.value("pass", false) ? "PASS" : "FAIL");
+  }
+  if (v.contains("completeness")) {
+    out += fmt::format("completeness ({} of {} planned runs recorded): {}\n",
+                       Inline(v["completeness"]["runs_recorded"]), Inline(v["completeness"]["runs_planned"]),
+                       v["completeness"].value("pass", false) ? "PASS" : "FAIL");
+  }
   return out;
 }
 
@@ -99,8 +115,8 @@ std::string RenderMarkdownReport(const nlohmann::json& v) {
   o += fmt::format("# Validation: {}\n\n", v.value("name", ""));
   if (!v.value("description", "").empty()) o += v["description"].get<std::string>() + "\n\n";
   o += fmt::format("**Accelerator: emulated.** {}\n\n", v.value("accelerator_note", ""));
-  o += fmt::format("Overall: **{}** (thresholds {}, correctness {}, rankings agree: {})\n\n",
-                   v.value("pass", false) ? "PASS" : "FAIL",
+  o += fmt::format("Overall: **{}** (completeness {}, thresholds {}, correctness {}, rankings agree: {})\n\n",
+                   v.value("pass", false) ? "PASS" : "FAIL", v["completeness"].value("pass", false) ? "pass" : "FAIL",
                    v["thresholds"].value("enabled", false) ? (v["thresholds"].value("pass", false) ? "pass" : "FAIL")
                                                            : "not enforced",
                    v["correctness"].value("pass", false) ? "pass" : "FAIL",
@@ -243,6 +259,35 @@ std::string RenderMarkdownReport(const nlohmann::json& v) {
     o += "Cases over a limit:\n";
     for (const auto& f : th["cases_over_limit"]) o += "- " + f.get<std::string>() + "\n";
   }
+  o += "\n| case | train error | limit | GPU idle error | limit | pass |\n|---|---|---|---|---|---|\n";
+  for (const auto& c : th["per_case"]) {
+    auto num = [](const nlohmann::json& x, const char* unit) {
+      return x.is_number() ? fmt::format("{:+.1f}{}", x.get<double>(), unit) : std::string("–");
+    };
+    o += fmt::format("| {} | {} | {} | {} | {} | {} |\n", Inline(c["case"]), num(c["train_throughput_error_pct"], "%"),
+                     c["train_throughput_limit_pct"].is_number() ? Inline(c["train_throughput_limit_pct"]) + "%" : "–",
+                     num(c["gpu_idle_error_pp"], " pp"), Inline(c["gpu_idle_limit_pp"]) + " pp",
+                     c["pass"].get<bool>() ? "yes" : "no");
+  }
+
+  o += "\n## Persistence baseline\n\n";
+  const auto& base = v["baseline"];
+  o += Inline(base["definition"]) +
+       ".\n\n| case | from | changed by factor | baseline error | model error |\n"
+       "|---|---|---|---|---|\n";
+  for (const auto& c : base["cases"]) {
+    o += fmt::format("| {} | {} | {} | {:+.1f}% | {} |\n", Inline(c["case"]), Inline(c["baseline_from"]),
+                     c["changed_by_factor"].get<bool>() ? "yes" : "no", Num(c["train_throughput_baseline_error_pct"]),
+                     c.contains("train_throughput_model_error_pct")
+                         ? fmt::format("{:+.1f}%", Num(c["train_throughput_model_error_pct"]))
+                         : "–");
+  }
+
+  o += "\n## Completeness\n\n";
+  const auto& comp = v["completeness"];
+  o += fmt::format("{} of {} planned runs recorded: {}\n", Inline(comp["runs_recorded"]), Inline(comp["runs_planned"]),
+                   comp.value("pass", false) ? "complete" : "INCOMPLETE (the validation fails)");
+  for (const auto& p : comp["problems"]) o += "- " + p.get<std::string>() + "\n";
   if (!v["warnings"].empty()) {
     o += "\n## Warnings\n\n";
     for (const auto& w : v["warnings"]) o += "- " + w.get<std::string>() + "\n";

@@ -16,6 +16,9 @@
 #include <fstream>
 #include <thread>
 
+#include "common/atomic_file.h"
+#include "common/json_fields.h"
+
 extern char** environ;
 
 namespace simreplay::validation {
@@ -204,6 +207,27 @@ Result<ChildOutcome> RunChild(const std::vector<std::string>& argv, const std::s
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
   return out;
+}
+
+Status WriteRunIndex(const std::string& dir, const std::vector<RunRecord>& runs) {
+  nlohmann::json j = {{"schema", "simreplay.validation-runs/1"}, {"runs", nlohmann::json::array()}};
+  for (const auto& r : runs) j["runs"].push_back(r.ToJson());
+  return WriteFileAtomically(dir + "/runs.json", j.dump(1) + "\n");
+}
+
+Result<std::vector<RunRecord>> ReadRunIndex(const std::string& dir) {
+  auto json = ReadJsonFile(dir + "/runs.json");
+  if (!json.ok()) return json.status();
+  if (!json->contains("runs") || !(*json)["runs"].is_array()) {
+    return Status::InvalidArgument(dir + "/runs.json: expected an object with a 'runs' array");
+  }
+  std::vector<RunRecord> runs;
+  for (size_t i = 0; i < (*json)["runs"].size(); ++i) {
+    auto r = RunRecordFromJson((*json)["runs"][i], fmt::format("{}/runs.json: runs[{}]", dir, i));
+    if (!r.ok()) return r.status();
+    runs.push_back(std::move(*r));
+  }
+  return runs;
 }
 
 double LoadAverage1() {

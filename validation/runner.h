@@ -55,6 +55,11 @@ struct RunRecord {
 };
 Result<RunRecord> RunRecordFromJson(const nlohmann::json& j, const std::string& where);
 
+// The run index DIR/runs.json ("simreplay.validation-runs/1", docs/validation-format.md), rewritten
+// atomically after every run so that an interrupted validation keeps the runs it finished.
+Status WriteRunIndex(const std::string& dir, const std::vector<RunRecord>& runs);
+Result<std::vector<RunRecord>> ReadRunIndex(const std::string& dir);
+
 // Runs argv with PYTHONPATH extended, stdout+stderr to `log_path`, killing the process group after
 // `timeout_s`. Returns the exit code (negative signal number when killed).
 struct ChildOutcome {

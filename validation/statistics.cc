@@ -5,43 +5,17 @@
 #include <numeric>
 
 #include "common/check.h"
+#include "common/quantile.h"
+#include "common/random.h"
 
 namespace simreplay::validation {
-
-uint64_t SplitMix64::Next() {
-  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-uint64_t SplitMix64::UniformIndex(uint64_t n) {
-  SIMREPLAY_CHECK(n >= 1);
-  // Largest multiple of n that fits: draws at or above it are rejected.
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  uint64_t r;
-  do {
-    r = Next();
-  } while (r >= limit);
-  return r % n;
-}
 
 double Mean(const std::vector<double>& values) {
   SIMREPLAY_CHECK(!values.empty());
   return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
 }
 
-double Quantile(std::vector<double> values, double q) {
-  SIMREPLAY_CHECK(!values.empty());
-  std::sort(values.begin(), values.end());
-  double pos = std::clamp(q, 0.0, 1.0) * static_cast<double>(values.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(pos));
-  size_t hi = std::min(lo + 1, values.size() - 1);
-  double frac = pos - static_cast<double>(lo);
-  return values[lo] + frac * (values[hi] - values[lo]);
-}
-
-double Median(const std::vector<double>& values) { return Quantile(values, 0.5); }
+double Median(const std::vector<double>& values) { return QuantileLinear(values, 0.5); }
 
 double StdDev(const std::vector<double>& values) {
   if (values.size() < 2) return 0;
@@ -57,7 +31,8 @@ double Apply(const std::vector<double>& v, Statistic s) { return s == Statistic:
 
 Interval PercentileInterval(std::vector<double> replicates, double confidence) {
   double alpha = (1 - confidence) / 2;
-  return {Quantile(replicates, alpha), Quantile(std::move(replicates), 1 - alpha)};
+  std::sort(replicates.begin(), replicates.end());
+  return {SortedQuantileLinear(replicates, alpha), SortedQuantileLinear(replicates, 1 - alpha)};
 }
 
 }  // namespace
@@ -65,7 +40,7 @@ Interval PercentileInterval(std::vector<double> replicates, double confidence) {
 Interval BootstrapInterval(const std::vector<double>& values, Statistic statistic, const BootstrapOptions& options) {
   SIMREPLAY_CHECK(!values.empty());
   if (values.size() == 1) return {values[0], values[0]};
-  SplitMix64 rng(options.seed);
+  Rng rng(options.seed);
   std::vector<double> replicates;
   replicates.reserve(static_cast<size_t>(std::max(1, options.resamples)));
   std::vector<double> draw(values.size());

@@ -9,22 +9,8 @@
 
 namespace simreplay::validation {
 
-// SplitMix64: a tiny, fully specified generator. std::uniform_int_distribution is not specified
-// bit for bit across standard libraries, so the bootstrap draws through UniformIndex below instead.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next();
-  // Uniform integer in [0, n) by rejection (no modulo bias). REQUIRES: n >= 1.
-  uint64_t UniformIndex(uint64_t n);
-
- private:
-  uint64_t state_;
-};
-
 double Mean(const std::vector<double>& values);
-// Linear-interpolated quantile (type 7, as numpy's default): q in [0, 1]. REQUIRES: non-empty.
-double Quantile(std::vector<double> values, double q);
+// Median: the linear (type 7) quantile at 0.5 (common/quantile.h). REQUIRES: non-empty.
 double Median(const std::vector<double>& values);
 // Sample standard deviation (n - 1); 0 for fewer than two values.
 double StdDev(const std::vector<double>& values);

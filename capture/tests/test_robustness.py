@@ -51,15 +51,22 @@ def test_eight_workers_no_deadlock_no_leak(dataset_dir, tmp_path):
         import gc; gc.collect(); time.sleep(0.5)
         kids = [p for p in os.listdir('/proc') if p.isdigit() and open(f'/proc/{p}/stat').read().split(') ')[1].split()[1] == str(os.getpid())]
         print('children', len(kids), 'fds', len(os.listdir('/proc/self/fd')), flush=True)
-        spool = [d for d in os.listdir('/tmp') if d.startswith('simreplay-capture-')]
     """)
+    # A private TMPDIR: the recorder's spool directory must be gone after close(), and other processes'
+    # spools in the shared /tmp must not count.
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    env = subprocess_env()
+    env["TMPDIR"] = str(private_tmp)
     p = subprocess.run([sys.executable, "-c", code, dataset_dir, "hdf5", trace, "8", "2", "0.0"],
-                       env=subprocess_env(), capture_output=True, text=True, timeout=150)
+                       env=env, capture_output=True, text=True, timeout=150)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "done" in p.stdout
     line = [l for l in p.stdout.splitlines() if l.startswith("children")][0]
     assert line.split()[1] == "0", line  # every worker process is gone
     assert int(line.split()[3]) < 40, line  # no file descriptors leaked (spool/part files closed)
+    spool = [d for d in os.listdir(private_tmp) if d.startswith("simreplay-capture-")]
+    assert spool == [], spool  # the spool directory was removed
     t = sc.read_trace(trace)
     assert t.complete
     assert {b["worker"] for b in t.of("batch")} == set(range(8))

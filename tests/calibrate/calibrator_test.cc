@@ -42,6 +42,9 @@ struct Known {
   double read_bytes_per_s = 1e9;
   double step_s = 0.020;
   double main_ready_wait_s = 0.0005;  // next() on an already finished batch
+  // true: the loop calls next() 1 ms after the batch is ready (a step-bound loop);
+  // false: as soon as the previous step ends, waiting for the batch when it is not ready (loader-bound).
+  bool next_after_ready = true;
 };
 
 // A single-worker capture whose timeline is consistent: the worker produces batches back to back, the
@@ -97,8 +100,8 @@ std::string WriteSynthetic(const TempDir& dir, const Known& k, const std::string
     br.size = k.batch_size;
     br.collate_ns = 0;
     br.t_ready_ns = t;
-    br.t_next_start_ns = std::max(loop, t + ms);
-    br.wait_ns = std::llround(k.main_ready_wait_s * 1e9);
+    br.t_next_start_ns = k.next_after_ready ? std::max(loop, t + ms) : loop;
+    br.wait_ns = std::max<int64_t>(0, t - br.t_next_start_ns) + std::llround(k.main_ready_wait_s * 1e9);
     br.bytes = k.batch_size * 3 * 64 * 64 * 4;
     EXPECT_TRUE((*writer)->Write(br).ok());
     replay::StepRecord st;
@@ -177,6 +180,14 @@ TEST(Calibrate, RecoversKnownParametersFromSyntheticTrace) {
 TEST(Calibrate, SelfCheckSimulatesTheCapturedConfiguration) {
   TempDir dir;
   Known k;
+  // Loader-bound, so the check exercises the loader model: one worker needs about 4 x (0.085 read +
+  // 0.56 decode + 2 augment) ms = 10.6 ms per batch, the loop 2 + 0.5 ms; a step-bound loop would
+  // match the measured throughput whatever the loader model said.
+  k.step_s = 0.002;
+  k.next_after_ready = false;
+  // A loader thread alone on 4 cores spends its wall time on the CPU (cpu_ns = wall): with a share of
+  // 0.5 the calibrator would rightly read contention and halve the intrinsic cost.
+  k.cpu_share = 1.0;
   auto r = CalibrateTraces({WriteSynthetic(dir, k, "syn.jsonl")}, dir.File("model.json"));
   ASSERT_TRUE(r.ok()) << r.status().message();
   sim::CostCache cache;
@@ -186,10 +197,40 @@ TEST(Calibrate, SelfCheckSimulatesTheCapturedConfiguration) {
   ASSERT_EQ((*check)["checked"], 1);
   const auto& row = (*check)["runs"][0];
   EXPECT_GT(row["predicted"]["train_throughput_samples_per_s"].template get<double>(), 0);
-  // The synthetic loop is step-bound (20 ms step, ~8 ms per batch of loading): the simulation must agree
-  // within the self-check target.
+  // The simulation must agree within the self-check target, and see the GPU mostly idle (2 ms steps
+  // every ~10.6 ms: about 80% idle).
   EXPECT_LT(std::abs(row["error"]["train_throughput_pct"].template get<double>()), 3.0) << row.dump(2);
-  EXPECT_FALSE(FormatSelfCheckTable(*check).empty());
+  EXPECT_GT(row["predicted"]["gpu_idle_fraction"].template get<double>(), 0.6) << row.dump(2);
+  EXPECT_NE(FormatSelfCheckTable(*check).find("over 1 trace(s)"), std::string::npos);
+
+  // The check can fail: a loader model twice as slow (the trace's cost scale doubled) cuts the
+  // predicted throughput of this loader-bound loop by far more than the target.
+  CalibrationResult wrong = *r;
+  wrong.captured[0].worker_cost_scale *= 2;
+  auto bad = SelfCheck(wrong, dir.File(""),
+                       [&](const scenarios::Scenario& s) { return sim::SimulateScenario(s, "", &cache); });
+  ASSERT_TRUE(bad.ok()) << bad.status().message();
+  EXPECT_LT((*bad)["runs"][0]["error"]["train_throughput_pct"].template get<double>(), -25) << (*bad).dump(2);
+  EXPECT_FALSE((*bad)["within_target"].template get<bool>());
+}
+
+TEST(Calibrate, SelfCheckWithEveryTraceSkippedSaysNothingWasChecked) {
+  CalibrationResult r;
+  CapturedRun run;
+  run.trace = "rank0.jsonl";
+  run.skip_reason = "multi-rank trace: self-check covers single-rank runs";
+  r.captured.push_back(run);
+  auto check = SelfCheck(r, ::testing::TempDir(), [](const scenarios::Scenario&) -> Result<nlohmann::json> {
+    ADD_FAILURE() << "a skipped trace must not be simulated";
+    return Status::Internal("unreachable");
+  });
+  ASSERT_TRUE(check.ok());
+  EXPECT_EQ((*check)["checked"], 0);
+  EXPECT_TRUE((*check)["max_abs_train_throughput_error_pct"].is_null());
+  EXPECT_FALSE((*check)["within_target"].template get<bool>());
+  const std::string table = FormatSelfCheckTable(*check);
+  EXPECT_NE(table.find("nothing checked"), std::string::npos) << table;
+  EXPECT_EQ(table.find("0.00%"), std::string::npos) << table;
 }
 
 TEST(Calibrate, EmptyFileIsAnErrorNamingTheFile) {
@@ -296,12 +337,6 @@ TEST(Calibrate, TwoTracesAtDifferentBatchSizesFitTheStepScaling) {
   // The simulator uses the fit instead of proportional scaling.
   EXPECT_NEAR(r->model.gpu.step_intercept_s, 0.004, 1e-6);
   EXPECT_NEAR(r->model.gpu.step_per_sample_s, 0.004, 1e-7);
-}
-
-TEST(TracePathForModel, RelativeToTheModelDirectory) {
-  EXPECT_EQ(TracePathForModel("runs/t.jsonl.gz", "runs/model.json"), "t.jsonl.gz");
-  EXPECT_EQ(TracePathForModel("t.jsonl.gz", "out/model.json"), "../t.jsonl.gz");
-  EXPECT_EQ(TracePathForModel("/a/b/t.jsonl", "/a/c/m.json"), "../b/t.jsonl");
 }
 
 }  // namespace

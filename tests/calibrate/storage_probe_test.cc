@@ -234,5 +234,55 @@ TEST(RunStorageProbe, RejectsUnalignedBlockSize) {
   EXPECT_TRUE(dir.Entries().empty());
 }
 
+TEST(ReadProbeFile, ReadsBackWhatTheProbeWrote) {
+  TempDir dir;
+  ProbeResult r;
+  r.cache_drop = "fadvise";
+  PatternFit seq;
+  seq.cost = {50e-6, 1.0 / 3e8, 0.99};  // 50 us + b / 300 MB/s
+  seq.max_useful_concurrency = 4;
+  seq.peak_bytes_per_s = 1.2e9;
+  seq.max_useful_concurrency_by_block = {{4096, 8}, {1 << 20, 2}};
+  r.sequential_fit = seq;
+  LinearCostFit flat = {1e-6, -1e-12, 0.5};  // non-positive slope: written as bandwidth null
+  r.page_cache_fit = flat;
+  const std::string path = dir.path() + "/probe.json";
+  std::ofstream(path) << ProbeResultToJson(r);
+  auto doc = ReadProbeFile(path);
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  EXPECT_EQ(doc->cache_drop, "fadvise");
+  ASSERT_TRUE(doc->sequential.has_value());
+  EXPECT_FALSE(doc->random.has_value());  // written as null
+  EXPECT_DOUBLE_EQ(doc->sequential->latency_s, 50e-6);
+  EXPECT_DOUBLE_EQ(*doc->sequential->bandwidth_bytes_per_s, 3e8);
+  EXPECT_EQ(*doc->sequential->max_useful_concurrency, 4);
+  EXPECT_EQ(doc->sequential->max_useful_concurrency_by_block->at("4096"), 8);
+  ASSERT_TRUE(doc->page_cache.has_value());
+  EXPECT_FALSE(doc->page_cache->bandwidth_bytes_per_s.has_value());
+  // What calibration reports is what the probe wrote.
+  auto written = nlohmann::json::parse(ProbeResultToJson(r));
+  EXPECT_EQ(doc->sequential->ToJson(), nlohmann::json(written["fit"]["sequential"]));
+}
+
+TEST(ReadProbeFile, WrongSchemaAndWrongFieldTypesAreBadInput) {
+  TempDir dir;
+  const std::string path = dir.path() + "/probe.json";
+  std::ofstream(path) << R"({"schema": "simreplay.probe/2"})";
+  auto r = ReadProbeFile(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), path + ":1: not a simreplay.probe/1 document");
+
+  std::ofstream(path) << R"({"schema": "simreplay.probe/1", "fit": {"random": {"latency_s": "fast"}}})";
+  r = ReadProbeFile(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), path + ": fit.random.latency_s: expected a number, found \"fast\"");
+
+  std::ofstream(path) << R"({"schema": "simreplay.probe/1", "fit": null})";
+  r = ReadProbeFile(path);
+  ASSERT_TRUE(r.ok());  // a probe without a fit is usable (calibration warns)
+  EXPECT_FALSE(r->sequential || r->random || r->page_cache);
+}
+
 }  // namespace
 }  // namespace simreplay::calibrate

@@ -51,14 +51,22 @@ TEST(Cli, WhatIfIsByteIdenticalWhateverTheJobs) {
 }
 
 TEST(Cli, QuickstartMatchesGoldenOutput) {
-  // tests/golden/quickstart/results.csv is the reviewed output of the README's first command. A change
-  // that moves any number must update it on purpose: SIMREPLAY_UPDATE_GOLDEN=1 rewrites it.
+  // tests/golden/quickstart/results.csv is the reviewed output of the README's first command. It guards
+  // against regressions (any change that moves a number, intended or not), not accuracy: that is the
+  // validation suite's job. A change that moves numbers on purpose regenerates it with
+  // SIMREPLAY_UPDATE_GOLDEN=1 (outside CI) and has the diff reviewed; the updating run then stops, since
+  // comparing the file with what was just copied into it would prove nothing.
   fs::path dir = Fresh("golden");
   auto r = RunCli("what-if " + kQuickstart + " --out " + dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   fs::path golden = fs::path(SIMREPLAY_SOURCE_DIR) / "tests/golden/quickstart/results.csv";
-  if (std::getenv("SIMREPLAY_UPDATE_GOLDEN") != nullptr)
+  if (std::getenv("SIMREPLAY_UPDATE_GOLDEN") != nullptr) {
+    ASSERT_EQ(std::getenv("CI"), nullptr) << "SIMREPLAY_UPDATE_GOLDEN is refused under CI: it would rewrite the "
+                                             "expected output with the output under test";
     fs::copy_file(dir / "results.csv", golden, fs::copy_options::overwrite_existing);
+    GTEST_SKIP() << "golden file rewritten from this build: review `git diff " << golden.string()
+                 << "`, then rerun without SIMREPLAY_UPDATE_GOLDEN";
+  }
   EXPECT_EQ(Slurp(dir / "results.csv"), Slurp(golden));
 }
 

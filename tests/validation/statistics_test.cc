@@ -9,40 +9,11 @@
 namespace simreplay::validation {
 namespace {
 
-TEST(Statistics, QuantileInterpolatesLinearly) {
-  // Type 7: position q * (n - 1) between order statistics.
-  std::vector<double> v = {4, 1, 3, 2};  // sorted 1 2 3 4
-  EXPECT_DOUBLE_EQ(Quantile(v, 0.0), 1);
-  EXPECT_DOUBLE_EQ(Quantile(v, 1.0), 4);
-  EXPECT_DOUBLE_EQ(Quantile(v, 0.5), 2.5);
-  EXPECT_DOUBLE_EQ(Quantile(v, 0.95), 3.85);  // 0.95 * 3 = 2.85 -> 3 + 0.85 * (4 - 3)
-  EXPECT_DOUBLE_EQ(Median({5, 1, 3}), 3);
-}
-
 TEST(Statistics, MeanAndSampleStdDev) {
   EXPECT_DOUBLE_EQ(Mean({1, 2, 3, 4}), 2.5);
   // sum of squares about 2.5 = 5; / (n - 1) = 5/3
   EXPECT_DOUBLE_EQ(StdDev({1, 2, 3, 4}), std::sqrt(5.0 / 3.0));
   EXPECT_DOUBLE_EQ(StdDev({7}), 0);
-}
-
-TEST(Statistics, UniformIndexStaysInRangeAndIsSeeded) {
-  SplitMix64 a(42), b(42);
-  std::set<uint64_t> seen;
-  for (int i = 0; i < 1000; ++i) {
-    uint64_t x = a.UniformIndex(5);
-    EXPECT_LT(x, 5u);
-    EXPECT_EQ(x, b.UniformIndex(5));
-    seen.insert(x);
-  }
-  EXPECT_EQ(seen.size(), 5u);
-}
-
-TEST(Statistics, SplitMix64MatchesReferenceOutput) {
-  // Reference values of SplitMix64 seeded with 0 (Vigna's splitmix64.c).
-  SplitMix64 r(0);
-  EXPECT_EQ(r.Next(), 0xE220A8397B1DCDAFull);
-  EXPECT_EQ(r.Next(), 0x6E789E6AA1B965F4ull);
 }
 
 TEST(Statistics, BootstrapOfConstantSampleIsThatConstant) {

@@ -29,7 +29,7 @@ TEST(VerbValidate, BadSpecIsExit3WithFileAndLine) {
 }
 
 TEST(VerbValidate, ShippedSpecsLoadAndMissingDatasetIsReported) {
-  for (const char* spec : {"suite.json", "ab_workers.json"}) {
+  for (const char* spec : {"suite.json", "heldout.json", "ab_workers.json"}) {
     auto r = RunCli(std::string("validate ") + SIMREPLAY_SOURCE_DIR + "/validation/suite/" + spec + " --out " +
                     (fs::path(::testing::TempDir()) / "validate_nodata").string() + " --data /nonexistent-dataset");
     EXPECT_EQ(r.exit_code, 3) << r.output;

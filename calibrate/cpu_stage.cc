@@ -1,0 +1,352 @@
+#include "calibrate/stages.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "calibrate/busy_cores.h"
+#include "calibrate/calibrator.h"
+#include "common/quantile.h"
+#include "replay/manifest.h"
+
+namespace simreplay::calibrate {
+
+using replay::ManifestBool;
+
+using replay::ManifestInt;
+
+namespace {
+
+// Worker time outside the recorded stages, per batch, as a mean (sums are what throughput depends on):
+//  - inside a batch: span (first sample start to t_ready) minus the recorded stages and collate;
+//  - before a batch: its first sample start minus the later of (the worker's previous t_ready, the
+//    moment its task was sent). The task for batch j is sent when batch j - P x W is handed to the
+//    loop (PyTorch's _try_put_index), so waiting for a task is not counted, only receipt and
+//    hand-off. Batches primed at iter() (j < P x W) are skipped.
+void WorkerOverhead(const TraceData& t, double* overhead_per_batch_s, double* cpu_work_per_batch_s) {
+  struct Agg {
+    int64_t first_start = INT64_MAX;
+    int64_t stage_ns = 0;
+    int64_t cpu_ns = 0;
+  };
+  using Key = std::tuple<int64_t, int64_t, int64_t>;  // (rank, epoch, batch)
+  std::map<Key, Agg> by_batch;
+  for (const auto& s : t.samples) {
+    Agg& a = by_batch[{s.rank, s.epoch, s.batch}];
+    a.first_start = std::min(a.first_start, s.t_start_ns);
+    a.stage_ns += s.read_ns + s.decode_ns + s.augment_ns;
+    a.cpu_ns += s.decode_ns + s.augment_ns;
+  }
+  std::map<Key, int64_t> delivered;
+  for (const auto& b : t.batches) {
+    if (b.t_next_start_ns >= 0) delivered[{b.rank, b.epoch, b.batch}] = b.t_next_start_ns + b.wait_ns;
+  }
+  const int64_t window = static_cast<int64_t>(ManifestInt(t.manifest, "loader", "prefetch_factor", 2)) *
+                         ManifestInt(t.manifest, "loader", "num_workers", 0);
+  double inside = 0, before = 0, work = 0;
+  int64_t n_inside = 0, n_before = 0;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<std::pair<int64_t, const replay::BatchRecord*>>>
+      per_worker;
+  for (const auto& b : t.batches) {
+    auto it = by_batch.find({b.rank, b.epoch, b.batch});
+    if (it == by_batch.end() || b.t_ready_ns <= 0) continue;
+    const Agg& a = it->second;
+    inside += std::max<int64_t>(0, b.t_ready_ns - a.first_start - a.stage_ns - b.collate_ns) * kNs;
+    work += (a.cpu_ns + b.collate_ns) * kNs;
+    ++n_inside;
+    if (b.worker >= 0) per_worker[{b.rank, b.epoch, b.worker}].push_back({a.first_start, &b});
+  }
+  for (auto& [key, list] : per_worker) {
+    std::sort(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (size_t i = 1; i < list.size(); ++i) {
+      const auto* b = list[i].second;
+      if (window <= 0 || b->batch < window) continue;
+      auto sent = delivered.find({b->rank, b->epoch, b->batch - window});
+      if (sent == delivered.end()) continue;
+      const int64_t free_at = std::max(list[i - 1].second->t_ready_ns, sent->second);
+      before += std::max<int64_t>(0, list[i].first - free_at) * kNs;
+      ++n_before;
+    }
+  }
+  *overhead_per_batch_s = (n_inside > 0 ? inside / n_inside : 0) + (n_before > 0 ? before / n_before : 0);
+  *cpu_work_per_batch_s = n_inside > 0 ? work / n_inside : 0;
+}
+
+BusyCoreEstimate TraceBusyCores(const TraceData& t) {
+  std::vector<BusyCoreSample> samples;
+  for (const auto& s : t.samples) {
+    if (s.cpu_ns < 0 || s.worker < 0) continue;
+    samples.push_back({s.t_start_ns * kNs, (s.read_ns + s.decode_ns + s.augment_ns) * kNs, s.cpu_ns * kNs,
+                       static_cast<double>(s.width * s.height * std::max<int64_t>(1, s.frames)), s.format});
+  }
+  return EstimateBusyCoreSlowdown(samples, ManifestInt(t.manifest, "hardware", "cores", 0));
+}
+
+ContentionEstimate TraceContention(const TraceData& t) {
+  ContentionInput in;
+  for (const auto& s : t.samples) {
+    in.samples.push_back({s.read_ns * kNs, (s.decode_ns + s.augment_ns) * kNs, s.cpu_ns >= 0 ? s.cpu_ns * kNs : -1});
+  }
+  for (const auto& b : t.batches) in.collate_s += b.collate_ns * kNs;
+  WorkerOverhead(t, &in.worker_overhead_per_batch_s, &in.cpu_work_per_batch_s);
+  in.workers = ManifestInt(t.manifest, "loader", "num_workers", 0);
+  in.cores = ManifestInt(t.manifest, "hardware", "cores", 0);
+  in.run_wall_s = WindowOf(t).wall_s();
+  std::map<int64_t, std::pair<const replay::WorkerRecord*, const replay::WorkerRecord*>> by_pid;
+  for (const auto& w : t.workers) {
+    if (w.worker < 0) continue;
+    auto& [first, last] = by_pid[w.pid];
+    if (first == nullptr || w.t_ns < first->t_ns) first = &w;
+    if (last == nullptr || w.t_ns > last->t_ns) last = &w;
+  }
+  for (const auto& [pid, fl] : by_pid) {
+    const auto& [first, last] = fl;
+    if (last->t_ns <= first->t_ns) continue;
+    in.worker_cpu_utilization.push_back(static_cast<double>(last->cpu_ns - first->cpu_ns) /
+                                        static_cast<double>(last->t_ns - first->t_ns));
+    // Stage CPU of this worker inside the window (a worker id is reused by restarted workers, but
+    // their windows do not overlap).
+    double stage_cpu = 0;
+    bool all_have_cpu = true;
+    for (const auto& s : t.samples) {
+      if (s.worker != first->worker || s.t_start_ns < first->t_ns || s.t_start_ns > last->t_ns) continue;
+      if (s.cpu_ns < 0) all_have_cpu = false;
+      stage_cpu += s.cpu_ns * kNs;
+    }
+    for (const auto& b : t.batches) {
+      if (b.worker == first->worker && b.t_ready_ns >= first->t_ns && b.t_ready_ns <= last->t_ns)
+        stage_cpu += b.collate_ns * kNs;
+    }
+    if (!all_have_cpu || stage_cpu <= 0) continue;
+    in.worker_process_cpu_s += (last->cpu_ns - first->cpu_ns) * kNs;
+    in.worker_stage_cpu_s += stage_cpu;
+  }
+  return EstimateContention(in);
+}
+
+// Contention per trace (intrinsic and as-captured scales, busy-core slowdown) and the model's cpu scale,
+// overhead factor and slowdown from the primary trace.
+void FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
+  nlohmann::json& cpu_q = *cpu_quality;
+  const CalibrateOptions& options = *in.options;
+  const std::vector<TraceData>& traces = in.traces;
+  const TraceData& primary = in.primary();
+  const std::string primary_src = "trace " + primary.path;
+  models::ModelParams& model = d->model;
+  std::vector<std::string>& warnings = d->warnings;
+  nlohmann::json per_trace = nlohmann::json::array();
+  std::vector<ContentionEstimate>& contention = d->contention;
+  std::vector<BusyCoreEstimate>& busy_cores = d->busy_cores;  // per trace; the primary's slowdown is the model's
+  for (const auto& t : traces) {
+    contention.push_back(TraceContention(t));
+    // Shared-core slowdown: the cpu_ns of samples that ran beside others already contain it, so it is
+    // divided out of the scale and the simulator applies it for the configuration it predicts.
+    BusyCoreEstimate busy = TraceBusyCores(t);
+    if (options.busy_core_slowdown >= 0) {
+      busy.slowdown = options.busy_core_slowdown;
+      busy.measured = false;
+      busy.note = "given on the command line (--busy-core-slowdown)";
+    }
+    const double slowdown = busy_cores.empty() ? busy.slowdown : busy_cores.front().slowdown;
+    const double inflation = 1.0 + slowdown * busy.mean_overlap;
+    contention.back().intrinsic_scale /= inflation;
+    contention.back().as_captured_scale /= inflation;
+    busy_cores.push_back(busy);
+    nlohmann::json j = contention.back().ToJson();
+    j["trace"] = t.path;
+    j["busy_cores"] = busy_cores.back().ToJson();
+    j["num_workers"] = ManifestInt(t.manifest, "loader", "num_workers", -1);
+    j["cores"] = ManifestInt(t.manifest, "hardware", "cores", 0);
+    per_trace.push_back(j);
+  }
+  cpu_q["contention"] = per_trace;
+  const auto& c0 = contention.front();
+  model.cpu.worker_overhead_factor = c0.overhead_factor;
+  SetProvenance(&model, "cpu.worker_overhead_factor", c0.overhead_method == "none",
+                "worker CPU outside the recorded stages (" + c0.overhead_method + "), " + primary_src);
+  model.cpu.busy_core_slowdown = busy_cores.front().slowdown;
+  SetProvenance(&model, "cpu.busy_core_slowdown", !busy_cores.front().measured,
+                busy_cores.front().note + ", " + primary_src);
+  const bool as_captured = d->as_captured = options.cpu_scale == "as-captured";
+  model.cpu.worker_cost_scale = as_captured ? c0.as_captured_scale : c0.intrinsic_scale;
+  SetProvenance(
+      &model, "cpu.worker_cost_scale", c0.assumed,
+      std::string(as_captured
+                      ? "as captured: min(1, cores / busy loader threads) x overhead factor (keeps the "
+                        "slowdown from other load during capture), "
+                      : "intrinsic: sum(cpu_ns in decode+augment) / sum(decode+augment wall) x overhead factor, ") +
+          (c0.method == "cpu_ns" ? "" : "fair share of cores assumed (no cpu_ns), ") + primary_src);
+  if (c0.background_threads > 0.5) {
+    warnings.push_back(fmt::format(
+        "{}: about {:.1f} runnable threads of other processes competed with the loader during capture; "
+        "{}",
+        primary.path, c0.background_threads,
+        as_captured
+            ? "the model keeps the slowdown it caused (--cpu-scale as-captured)"
+            : "the model holds the intrinsic cost (--cpu-scale intrinsic): predictions assume a dedicated machine"));
+  }
+  model.cpu.core_speed_scale = 1.0;
+  SetProvenance(&model, "cpu.core_speed_scale", true,
+                "1 = the captured machine's cores (set it to simulate other cores)");
+}
+
+void FitMainPerBatch(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
+  nlohmann::json& cpu_q = *cpu_quality;
+  const std::vector<TraceData>& traces = in.traces;
+  models::ModelParams& model = d->model;
+  std::vector<std::string>& warnings = d->warnings;
+  // main_per_batch_s: next() on a batch that was already finished measures the main process's own work.
+  std::vector<double> ready_waits;
+  for (const auto& t : traces) {
+    for (const auto& b : t.batches) {
+      if (b.worker >= 0 && b.t_next_start_ns >= 0 && b.t_ready_ns > 0 && b.t_ready_ns < b.t_next_start_ns) {
+        ready_waits.push_back(b.wait_ns * kNs);
+      }
+    }
+  }
+  // The training loop's own per-batch work outside next() and the step (moving the batch, bookkeeping):
+  // next() return -> step start, and step end -> the next next(), matched by order.
+  std::vector<double> before_step, after_step;
+  for (const auto& t : traces) {
+    if (t.steps.size() != t.batches.size()) continue;
+    std::vector<replay::BatchRecord> b = t.batches;
+    std::vector<replay::StepRecord> st = t.steps;
+    std::sort(b.begin(), b.end(), [](const auto& x, const auto& y) { return x.t_next_start_ns < y.t_next_start_ns; });
+    std::sort(st.begin(), st.end(), [](const auto& x, const auto& y) { return x.t_start_ns < y.t_start_ns; });
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (b[i].t_next_start_ns < 0) continue;
+      const int64_t back = b[i].t_next_start_ns + b[i].wait_ns;
+      if (st[i].t_start_ns >= back) before_step.push_back((st[i].t_start_ns - back) * kNs);
+      const int64_t end = st[i].t_start_ns + st[i].step_ns;
+      if (i + 1 < b.size() && b[i + 1].t_next_start_ns >= end)
+        after_step.push_back((b[i + 1].t_next_start_ns - end) * kNs);
+    }
+  }
+  // Medians: the loop's gaps include epoch boundaries (iter()), which the simulator models separately.
+  const double loop_s = (before_step.empty() ? 0 : QuantileNearestRank(before_step, 0.5)) +
+                        (after_step.empty() ? 0 : QuantileNearestRank(after_step, 0.5));
+  cpu_q["main_loop_per_batch_s"] = {{"next_return_to_step_start", QuantileSummary(before_step)},
+                                    {"step_end_to_next_call", QuantileSummary(after_step)}};
+  nlohmann::json q = QuantileSummary(ready_waits);
+  if (ready_waits.size() >= 3) {
+    model.cpu.main_per_batch_s = QuantileNearestRank(ready_waits, 0.5) + loop_s;
+    SetProvenance(&model, "cpu.main_per_batch_s", false,
+                  "median next() time of batches finished before next() was called + "
+                  "median loop time outside next() and the step");
+  } else {
+    warnings.push_back("cpu.main_per_batch_s: fewer than 3 batches were ready before next(): default kept (assumed)");
+  }
+  cpu_q["main_per_batch_s"] = {{"method", "median wait of batches ready before next()"},
+                               {"observations", q},
+                               {"low_confidence", ready_waits.size() < 10}};
+}
+
+void FitWorkerLifecycle(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
+  nlohmann::json& cpu_q = *cpu_quality;
+  const std::vector<TraceData>& traces = in.traces;
+  models::ModelParams& model = d->model;
+  // Worker start-up, spawn and resume from epoch_start events and each worker's first sample.
+  std::vector<double> spawn, startup, resume;
+  for (const auto& t : traces) {
+    const int w = ManifestInt(t.manifest, "loader", "num_workers", 0);
+    const bool persistent = ManifestBool(t.manifest, "loader", "persistent_workers");
+    if (w <= 0) continue;
+    for (const auto& e : t.events) {
+      if (e.value("kind", "") != "epoch_start" || !e.contains("iter_ns") || !e["iter_ns"].is_number()) continue;
+      const int64_t epoch = e.value("epoch", int64_t{0});
+      const double iter_s = e["iter_ns"].get<double>() * kNs;
+      const int64_t t0 = e.value("t_ns", int64_t{0});
+      if (persistent && epoch > 0) {
+        resume.push_back(iter_s / w);
+        continue;
+      }
+      const double spawn_s = iter_s / w;
+      spawn.push_back(spawn_s);
+      std::map<int64_t, int64_t> first;
+      for (const auto& s : t.samples) {
+        if (s.epoch != epoch || s.worker < 0) continue;
+        auto it = first.find(s.worker);
+        if (it == first.end() || s.t_start_ns < it->second) first[s.worker] = s.t_start_ns;
+      }
+      for (const auto& [worker, start_ns] : first) {
+        startup.push_back(std::max(0.0, (start_ns - t0) * kNs - (worker + 1) * spawn_s));
+      }
+    }
+  }
+  if (!spawn.empty()) {
+    model.cpu.worker_spawn_s = MeanOf(spawn);
+    SetProvenance(&model, "cpu.worker_spawn_s", false, "mean iter() time / num_workers (epoch_start events)");
+  }
+  if (!startup.empty()) {
+    model.cpu.worker_startup_s = MeanOf(startup);
+    SetProvenance(&model, "cpu.worker_startup_s", false, "mean of (worker's first sample - its spawn) per epoch");
+  }
+  if (!resume.empty()) {
+    model.cpu.worker_resume_s = MeanOf(resume);
+    SetProvenance(&model, "cpu.worker_resume_s", false, "mean iter() time / num_workers, persistent epochs >= 1");
+  }
+  cpu_q["worker_spawn_s"] = QuantileSummary(spawn);
+  cpu_q["worker_startup_s"] = QuantileSummary(startup);
+  cpu_q["worker_resume_s"] = QuantileSummary(resume);
+}
+
+// Collate per sample (the simulator prefers the trace's own mean; this is its fallback).
+void FitCollate(const CalibrationInput& in, CalibrationDraft* d) {
+  const TraceData& primary = in.primary();
+  const std::string primary_src = "trace " + primary.path;
+  models::ModelParams& model = d->model;
+  double collate = 0;
+  int64_t n = 0;
+  for (const auto& b : primary.batches) {
+    if (b.worker >= 0 || b.collate_ns > 0) {
+      collate += b.collate_ns * kNs;
+      n += b.size;
+    }
+  }
+  if (n > 0 && collate > 0) {
+    model.cpu.collate_per_sample_s = collate / n * model.cpu.worker_cost_scale;
+    SetProvenance(&model, "cpu.collate_per_sample_s", false,
+                  "mean collate_ns per sample x worker_cost_scale, " + primary_src);
+  }
+}
+
+void FitPin(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
+  nlohmann::json& cpu_q = *cpu_quality;
+  const std::vector<TraceData>& traces = in.traces;
+  models::ModelParams& model = d->model;
+  // Pin speed from batches that were pinned.
+  double bytes = 0, secs = 0;
+  for (const auto& t : traces) {
+    for (const auto& b : t.batches) {
+      if (b.pin_ns > 0 && b.bytes > 0) {
+        bytes += static_cast<double>(b.bytes);
+        secs += b.pin_ns * kNs;
+      }
+    }
+  }
+  if (secs > 0 && bytes > 0) {
+    model.cpu.pin_bytes_per_s = bytes / secs;
+    SetProvenance(&model, "cpu.pin_bytes_per_s", false, "sum(batch bytes) / sum(pin_ns) of pinned batches");
+  } else {
+    SetProvenance(&model, "cpu.pin_bytes_per_s", true,
+                  "default: no pinned batch in the traces (pin_memory off or no CUDA)");
+  }
+  cpu_q["pin"] = {{"bytes", bytes}, {"seconds", secs}};
+}
+
+}  // namespace
+
+Status FitCpu(const CalibrationInput& in, CalibrationDraft* d) {
+  nlohmann::json cpu_q = nlohmann::json::object();
+  FitContentionAndScale(in, d, &cpu_q);
+  FitMainPerBatch(in, d, &cpu_q);
+  FitWorkerLifecycle(in, d, &cpu_q);
+  FitCollate(in, d);
+  FitPin(in, d, &cpu_q);
+  d->quality["cpu"] = cpu_q;
+  return Status::Ok();
+}
+
+}  // namespace simreplay::calibrate

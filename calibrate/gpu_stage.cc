@@ -1,0 +1,103 @@
+#include "calibrate/stages.h"
+
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "calibrate/cost_regression.h"
+#include "replay/manifest.h"
+
+namespace simreplay::calibrate {
+
+using replay::ManifestInt;
+
+Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
+  const std::vector<TraceData>& traces = in.traces;
+  const TraceData& primary = in.primary();
+  models::ModelParams& model = d->model;
+  std::vector<std::string>& warnings = d->warnings;
+  nlohmann::json gpu_q = nlohmann::json::object();
+  std::map<int, std::vector<double>> by_batch_size;  // compute per micro-batch
+  std::string accel = "emulated";
+  for (const auto& t : traces) {
+    const int bs = ManifestInt(t.manifest, "loader", "batch_size", 0);
+    // One step record per micro-batch (the capture's bench) or per optimizer step.
+    const bool per_micro = t.steps.size() >= t.batches.size() * 9 / 10;
+    for (const auto& s : t.steps) {
+      by_batch_size[bs].push_back(s.compute_ns * kNs / (per_micro ? 1.0 : static_cast<double>(s.micro_batches)));
+    }
+    if (!t.steps.empty() && t.manifest.value("accelerator", "") == "cuda") accel = "cuda";
+  }
+  const int primary_bs = ManifestInt(primary.manifest, "loader", "batch_size", 0);
+  const std::vector<double>* v = by_batch_size.count(primary_bs) ? &by_batch_size[primary_bs] : nullptr;
+  if (v == nullptr && !by_batch_size.empty()) v = &by_batch_size.begin()->second;
+  if (v != nullptr && !v->empty()) {
+    double mean = 0, m2 = 0, m3 = 0;
+    for (double x : *v) mean += x;
+    mean /= static_cast<double>(v->size());
+    for (double x : *v) {
+      m2 += (x - mean) * (x - mean);
+      m3 += (x - mean) * (x - mean) * (x - mean);
+    }
+    m2 /= static_cast<double>(v->size());
+    m3 /= static_cast<double>(v->size());
+    const double sd = std::sqrt(m2);
+    const double cv = mean > 0 ? sd / mean : 0;
+    const double skew = sd > 0 ? m3 / (sd * sd * sd) : 0;
+    model.gpu.step_time_s = mean;
+    model.gpu.step_cv = cv;
+    model.gpu.distribution = cv < 0.01 ? "constant" : (skew > 0.5 ? "lognormal" : "normal");
+    model.gpu.accelerator = accel;
+    model.gpu.measured_batch_size = by_batch_size.count(primary_bs) ? primary_bs : by_batch_size.begin()->first;
+    const std::string src = accel == "cuda" ? "mean compute_ns per micro-batch (CUDA events)"
+                                            : "mean compute_ns per micro-batch (emulated step: a sleep, no GPU)";
+    SetProvenance(&model, "gpu.step_time_s", false, src);
+    SetProvenance(&model, "gpu.step_cv", false, "coefficient of variation of compute_ns");
+    gpu_q = {{"samples", v->size()}, {"distribution", QuantileSummary(*v)}, {"cv", cv}, {"skewness", skew},
+             {"accelerator", accel}, {"low_confidence", v->size() < 10}};
+    if (by_batch_size.size() >= 2) {
+      // Two or more batch sizes: step = a + b x batch_size, by Huber on the per-step times.
+      std::vector<double> xs, ys;
+      for (const auto& [bs, times] : by_batch_size) {
+        for (double t : times) {
+          xs.push_back(bs);
+          ys.push_back(t);
+        }
+      }
+      Eigen::MatrixXd x(static_cast<Eigen::Index>(xs.size()), 1);
+      Eigen::VectorXd y(static_cast<Eigen::Index>(ys.size()));
+      for (size_t i = 0; i < xs.size(); ++i) {
+        x(static_cast<Eigen::Index>(i), 0) = xs[i];
+        y[static_cast<Eigen::Index>(i)] = ys[i];
+      }
+      auto fit = FitHuber(x, y, {"batch_size"}, "gpu step vs batch size");
+      if (fit.ok()) {
+        gpu_q["batch_size_fit"] = fit->ToJson();
+        if (fit->used[1] && fit->coefficients[1] > 0) {
+          model.gpu.step_intercept_s = std::max(0.0, fit->coefficients[0]);
+          model.gpu.step_per_sample_s = fit->coefficients[1];
+          SetProvenance(&model, "gpu.step_intercept_s", false,
+                        "Huber fit of step time on batch size (several sizes measured)");
+          SetProvenance(&model, "gpu.step_per_sample_s", false,
+                        "Huber fit of step time on batch size (several sizes measured)");
+        }
+      }
+      gpu_q["batch_size_scaling"] = "measured at several batch sizes: see batch_size_fit (step = a + b x batch_size)";
+    } else {
+      gpu_q["batch_size_scaling"] = "assumed linear (proportional): measured at one batch size only";
+      warnings.push_back(
+          fmt::format("gpu.step_time_s measured at batch size {} only: other sizes scale it linearly (assumed)",
+                      model.gpu.measured_batch_size));
+    }
+    if (accel != "cuda") warnings.push_back("gpu.step_time_s comes from an emulated step (no GPU in the captured run)");
+  } else {
+    SetProvenance(&model, "gpu.step_time_s", true, "default: no step records");
+    warnings.push_back("no step records: gpu.step_time_s is the default (assumed)");
+  }
+  d->quality["gpu"] = gpu_q;
+  d->gpu_batch_size_fitted = gpu_q.contains("batch_size_fit");
+  return Status::Ok();
+}
+
+}  // namespace simreplay::calibrate

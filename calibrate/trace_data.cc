@@ -1,0 +1,151 @@
+#include "calibrate/trace_data.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "replay/manifest.h"
+#include "replay/trace_reader.h"
+
+namespace simreplay::calibrate {
+
+namespace {
+
+Status Contradiction(const std::string& path, int64_t line, const std::string& what) {
+  return Status::InvalidArgument(fmt::format("{}:{}: contradictory fields: {}", path, line, what));
+}
+
+}  // namespace
+
+using replay::ManifestInt;
+
+Result<TraceData> ReadTrace(const std::string& path) {
+  TraceData t;
+  t.path = path;
+  auto reader = replay::TraceReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  t.manifest = (*reader)->header().manifest;
+  replay::TraceRecord record;
+  while (true) {
+    auto more = (*reader)->Next(&record);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    int64_t line = (*reader)->line_number();
+    if (auto* s = std::get_if<replay::SampleRecord>(&record)) {
+      t.samples.push_back(std::move(*s));
+      t.sample_lines.push_back(line);
+    } else if (auto* b = std::get_if<replay::BatchRecord>(&record)) {
+      t.batches.push_back(*b);
+      t.batch_lines.push_back(line);
+    } else if (auto* st = std::get_if<replay::StepRecord>(&record)) {
+      t.steps.push_back(*st);
+      t.step_lines.push_back(line);
+    } else if (auto* w = std::get_if<replay::WorkerRecord>(&record)) {
+      t.workers.push_back(*w);
+    } else if (auto* h = std::get_if<replay::HostRecord>(&record)) {
+      t.hosts.push_back(*h);
+    } else if (auto* o = std::get_if<replay::OtherRecord>(&record)) {
+      if (o->type == "event") t.events.push_back(o->json);
+      if (o->type == "footer") t.has_footer = true;
+    }
+  }
+  t.warnings = (*reader)->warnings();
+  return t;
+}
+
+// Rejects traces that measured nothing or contradict themselves.
+Status ValidateTrace(const TraceData& t) {
+  if (t.samples.empty() && t.batches.empty()) {
+    return Status::InvalidArgument(t.path + ": no sample or batch records: nothing to calibrate");
+  }
+  bool any_time = false;
+  for (const auto& s : t.samples) any_time |= s.read_ns + s.decode_ns + s.augment_ns > 0;
+  for (const auto& b : t.batches) any_time |= b.wait_ns + b.collate_ns > 0;
+  for (const auto& s : t.steps) any_time |= s.step_ns + s.compute_ns > 0;
+  if (!any_time) return Status::InvalidArgument(t.path + ": every recorded time is zero: the trace measured nothing");
+  const int workers = ManifestInt(t.manifest, "loader", "num_workers", -1);
+  const int batch_size = ManifestInt(t.manifest, "loader", "batch_size", -1);
+  for (size_t i = 0; i < t.samples.size(); ++i) {
+    const auto& s = t.samples[i];
+    const int64_t line = t.sample_lines[i];
+    if (workers >= 0 && s.worker >= workers) {
+      return Contradiction(
+          t.path, line, fmt::format("sample worker {} but the manifest's loader.num_workers is {}", s.worker, workers));
+    }
+    if (workers == 0 && s.worker >= 0) {
+      return Contradiction(t.path, line,
+                           fmt::format("sample worker {} but num_workers is 0 (main process = -1)", s.worker));
+    }
+    if (s.unsplit && (s.read_ns > 0 || s.augment_ns > 0)) {
+      return Contradiction(t.path, line, "stages \"unsplit\" with read_ns or augment_ns > 0");
+    }
+    const int64_t wall = s.read_ns + s.decode_ns + s.augment_ns;
+    if (s.cpu_ns > wall + wall / 2 + 1'000'000) {
+      return Contradiction(
+          t.path, line,
+          fmt::format("cpu_ns {} exceeds the call's wall time {} ns (thread CPU time cannot)", s.cpu_ns, wall));
+    }
+  }
+  for (size_t i = 0; i < t.batches.size(); ++i) {
+    const auto& b = t.batches[i];
+    if (batch_size > 0 && b.size > batch_size) {
+      return Contradiction(t.path, t.batch_lines[i],
+                           fmt::format("batch size {} exceeds loader.batch_size {}", b.size, batch_size));
+    }
+    if (workers >= 0 && b.worker >= workers) {
+      return Contradiction(t.path, t.batch_lines[i],
+                           fmt::format("batch from worker {} but num_workers is {}", b.worker, workers));
+    }
+  }
+  for (size_t i = 0; i < t.steps.size(); ++i) {
+    const auto& s = t.steps[i];
+    if (s.compute_ns > s.step_ns + s.step_ns / 10 + 1'000'000) {
+      return Contradiction(t.path, t.step_lines[i],
+                           fmt::format("compute_ns {} exceeds step_ns {}", s.compute_ns, s.step_ns));
+    }
+    if (s.micro_batches < 1) return Contradiction(t.path, t.step_lines[i], "micro_batches < 1");
+  }
+  return Status::Ok();
+}
+
+replay::RunWindow WindowOf(const TraceData& t) {
+  replay::RunWindow w;
+  for (const auto& e : t.events) {
+    if (e.value("kind", "") == "epoch_start" && e.contains("t_ns") && e["t_ns"].is_number_integer()) {
+      w.AddEpochStart(e["t_ns"].get<int64_t>());
+    }
+  }
+  for (const auto& b : t.batches) w.AddBatch(b);
+  for (const auto& s : t.steps) w.AddStep(s);
+  for (const auto& s : t.samples) w.AddSample(s);
+  return w;
+}
+
+MeasuredSummary Summarize(const TraceData& t) {
+  MeasuredSummary m;
+  m.batches = static_cast<int64_t>(t.batches.size());
+  double wait = 0, compute = 0;
+  for (const auto& b : t.batches) {
+    m.samples += b.size;
+    wait += b.wait_ns * kNs;
+  }
+  for (const auto& s : t.steps) compute += s.compute_ns * kNs;
+  m.wall_s = WindowOf(t).wall_s();
+  if (m.wall_s > 0) {
+    m.train_throughput_samples_per_s = m.samples / m.wall_s;
+    m.gpu_idle_fraction = std::clamp(1 - compute / m.wall_s, 0.0, 1.0);
+  }
+  m.mean_data_wait_s = m.batches > 0 ? wait / m.batches : 0;
+  return m;
+}
+
+nlohmann::json MeasuredSummary::ToJson() const {
+  return {{"samples", samples},
+          {"batches", batches},
+          {"wall_s", wall_s},
+          {"train_throughput_samples_per_s", train_throughput_samples_per_s},
+          {"gpu_idle_fraction", gpu_idle_fraction},
+          {"mean_data_wait_s", mean_data_wait_s}};
+}
+
+}  // namespace simreplay::calibrate

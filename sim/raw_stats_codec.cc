@@ -1,0 +1,95 @@
+#include "sim/raw_stats_codec.h"
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+namespace simreplay::sim {
+
+// A field added to SimRawStats must be added to both functions below; this trips when the struct
+// changes size so that nobody forgets (x86-64 libstdc++ layout, the one CI builds).
+static_assert(sizeof(void*) != 8 || sizeof(SimRawStats) == 312, "SimRawStats changed: update the codec");
+
+namespace {
+
+// JSON has no NaN or infinity: they travel as null and come back as NaN.
+nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+double Dbl(const nlohmann::json& j) { return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>(); }
+nlohmann::json Vec(const std::vector<double>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (double x : v) a.push_back(Num(x));
+  return a;
+}
+std::vector<double> VecOf(const nlohmann::json& j) {
+  std::vector<double> v;
+  v.reserve(j.size());
+  for (const auto& x : j) v.push_back(Dbl(x));
+  return v;
+}
+
+}  // namespace
+
+std::string EncodeRawStats(const SimRawStats& s) {
+  nlohmann::json j = {{"makespan_s", Num(s.makespan_s)},
+                      {"samples_consumed", s.samples_consumed},
+                      {"micro_batches", s.micro_batches},
+                      {"wait_s", Vec(s.wait_s)},
+                      {"step_s", Vec(s.step_s)},
+                      {"queue_wait_s", Vec(s.queue_wait_s)},
+                      {"read_s", Vec(s.read_s)},
+                      {"decode_s", Vec(s.decode_s)},
+                      {"augment_s", Vec(s.augment_s)},
+                      {"time_to_first_batch_s", Num(s.time_to_first_batch_s)},
+                      {"epoch_boundary_stall_s", Num(s.epoch_boundary_stall_s)},
+                      {"gpu_busy_s", Num(s.gpu_busy_s)},
+                      {"h2d_s", Num(s.h2d_s)},
+                      {"collective_s", Num(s.collective_s)},
+                      {"cpu_busy_core_s", Num(s.cpu_busy_core_s)},
+                      {"worker_busy_s", Num(s.worker_busy_s)},
+                      {"worker_count", Num(s.worker_count)},
+                      {"main_busy_s", Num(s.main_busy_s)},
+                      {"pin_busy_s", Num(s.pin_busy_s)},
+                      {"storage_busy_s", Num(s.storage_busy_s)},
+                      {"storage_read_bytes", s.storage_read_bytes},
+                      {"peak_host_memory_bytes", Num(s.peak_host_memory_bytes)},
+                      {"worker_starts", s.worker_starts},
+                      {"timeline_truncated", s.timeline_truncated}};
+  return j.dump();
+}
+
+Result<SimRawStats> DecodeRawStats(const std::string& text) {
+  SimRawStats s;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    s.makespan_s = Dbl(j.at("makespan_s"));
+    s.samples_consumed = j.at("samples_consumed").get<int64_t>();
+    s.micro_batches = j.at("micro_batches").get<int64_t>();
+    s.wait_s = VecOf(j.at("wait_s"));
+    s.step_s = VecOf(j.at("step_s"));
+    s.queue_wait_s = VecOf(j.at("queue_wait_s"));
+    s.read_s = VecOf(j.at("read_s"));
+    s.decode_s = VecOf(j.at("decode_s"));
+    s.augment_s = VecOf(j.at("augment_s"));
+    s.time_to_first_batch_s = Dbl(j.at("time_to_first_batch_s"));
+    s.epoch_boundary_stall_s = Dbl(j.at("epoch_boundary_stall_s"));
+    s.gpu_busy_s = Dbl(j.at("gpu_busy_s"));
+    s.h2d_s = Dbl(j.at("h2d_s"));
+    s.collective_s = Dbl(j.at("collective_s"));
+    s.cpu_busy_core_s = Dbl(j.at("cpu_busy_core_s"));
+    s.worker_busy_s = Dbl(j.at("worker_busy_s"));
+    s.worker_count = Dbl(j.at("worker_count"));
+    s.main_busy_s = Dbl(j.at("main_busy_s"));
+    s.pin_busy_s = Dbl(j.at("pin_busy_s"));
+    s.storage_busy_s = Dbl(j.at("storage_busy_s"));
+    s.storage_read_bytes = j.at("storage_read_bytes").get<int64_t>();
+    s.peak_host_memory_bytes = Dbl(j.at("peak_host_memory_bytes"));
+    s.worker_starts = j.at("worker_starts").get<int64_t>();
+    s.timeline_truncated = j.at("timeline_truncated").get<bool>();
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Internal(std::string("simulation child returned unreadable statistics: ") + e.what());
+  }
+  return s;
+}
+
+}  // namespace simreplay::sim

@@ -1,0 +1,78 @@
+#include "sim/raw_stats_codec.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+namespace simreplay::sim {
+namespace {
+
+TEST(RawStatsCodec, RoundTripsEveryFieldExactly) {
+  SimRawStats s;
+  s.makespan_s = 0.1 + 0.2;  // not representable in short decimal: must come back bit for bit
+  s.samples_consumed = 123;
+  s.micro_batches = 7;
+  s.wait_s = {1.0 / 3, 2e-9};
+  s.step_s = {0.02, 0.020000000000000004};
+  s.queue_wait_s = {5};
+  s.read_s = {1e-3};
+  s.decode_s = {2e-3, 3e-3};
+  s.augment_s = {4e-3};
+  s.time_to_first_batch_s = 0.5;
+  s.epoch_boundary_stall_s = 0.25;
+  s.gpu_busy_s = 1.5;
+  s.h2d_s = 0.125;
+  s.collective_s = 0.0625;
+  s.cpu_busy_core_s = 3.75;
+  s.worker_busy_s = 2.5;
+  s.worker_count = 2;
+  s.main_busy_s = 0.75;
+  s.pin_busy_s = 0.375;
+  s.storage_busy_s = 0.875;
+  s.storage_read_bytes = 1 << 20;
+  s.peak_host_memory_bytes = 1e9;
+  s.worker_starts = 4;
+  s.timeline_truncated = true;
+  auto d = DecodeRawStats(EncodeRawStats(s));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->makespan_s, s.makespan_s);
+  EXPECT_EQ(d->samples_consumed, s.samples_consumed);
+  EXPECT_EQ(d->micro_batches, s.micro_batches);
+  EXPECT_EQ(d->wait_s, s.wait_s);
+  EXPECT_EQ(d->step_s, s.step_s);
+  EXPECT_EQ(d->queue_wait_s, s.queue_wait_s);
+  EXPECT_EQ(d->read_s, s.read_s);
+  EXPECT_EQ(d->decode_s, s.decode_s);
+  EXPECT_EQ(d->augment_s, s.augment_s);
+  EXPECT_EQ(d->time_to_first_batch_s, s.time_to_first_batch_s);
+  EXPECT_EQ(d->epoch_boundary_stall_s, s.epoch_boundary_stall_s);
+  EXPECT_EQ(d->gpu_busy_s, s.gpu_busy_s);
+  EXPECT_EQ(d->h2d_s, s.h2d_s);
+  EXPECT_EQ(d->collective_s, s.collective_s);
+  EXPECT_EQ(d->cpu_busy_core_s, s.cpu_busy_core_s);
+  EXPECT_EQ(d->worker_busy_s, s.worker_busy_s);
+  EXPECT_EQ(d->worker_count, s.worker_count);
+  EXPECT_EQ(d->main_busy_s, s.main_busy_s);
+  EXPECT_EQ(d->pin_busy_s, s.pin_busy_s);
+  EXPECT_EQ(d->storage_busy_s, s.storage_busy_s);
+  EXPECT_EQ(d->storage_read_bytes, s.storage_read_bytes);
+  EXPECT_EQ(d->peak_host_memory_bytes, s.peak_host_memory_bytes);
+  EXPECT_EQ(d->worker_starts, s.worker_starts);
+  EXPECT_EQ(d->timeline_truncated, s.timeline_truncated);
+}
+
+TEST(RawStatsCodec, NonFiniteValuesComeBackAsNaN) {
+  SimRawStats s;
+  s.makespan_s = INFINITY;
+  auto d = DecodeRawStats(EncodeRawStats(s));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(std::isnan(d->makespan_s));
+}
+
+TEST(RawStatsCodec, RejectsForeignText) {
+  EXPECT_FALSE(DecodeRawStats("{\"makespan_s\": 1}").ok());
+  EXPECT_FALSE(DecodeRawStats("not json").ok());
+}
+
+}  // namespace
+}  // namespace simreplay::sim

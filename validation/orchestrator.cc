@@ -1,0 +1,247 @@
+#include "validation/orchestrator.h"
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "common/atomic_file.h"
+#include "common/json_fields.h"
+#include "validation/measurement.h"
+#include "validation/predictor.h"
+#include "validation/report_writer.h"
+
+namespace simreplay::validation {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string UtcNow() {
+  std::time_t t = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buffer;
+}
+
+Status MakeDirectories(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::IoError(dir + ": cannot create directory: " + ec.message());
+  return Status::Ok();
+}
+
+int64_t DatasetSamples(const std::string& dataset_dir) {
+  auto json = ReadJsonFile(dataset_dir + "/dataset.json");
+  if (!json.ok() || !json->contains("samples") || !(*json)["samples"].is_array()) return 0;
+  return static_cast<int64_t>((*json)["samples"].size());
+}
+
+std::string RunOutcome(const RunRecord& rec, const std::string& out_dir) {
+  if (rec.exit_code != 0) {
+    return fmt::format("FAILED (exit {}{}; see {})", rec.exit_code, rec.timed_out ? ", timed out" : "", rec.log);
+  }
+  std::string what = "ok";
+  auto m = ReadRunMetrics(out_dir + "/" + rec.summary, rec.plan.kind, nullptr);
+  if (m.ok()) {
+    for (const auto& [k, v] : m->values) {
+      if (k == kTrainThroughput || k == kPipelineThroughput) what = fmt::format("{:.1f} samples/s", v);
+    }
+  }
+  return what;
+}
+
+// Calibrates a model from each calibrating case's median run (`simreplay calibrate` as a child, so a
+// crash in calibration cannot take the validation down). Returns case -> model path relative to OUT.
+std::map<std::string, std::string> CalibrateCases(const ValidateOptions& options, const std::vector<RunRecord>& runs,
+                                                  const std::string& runs_base, AnalysisInput* input,
+                                                  std::vector<std::string>* warnings) {
+  const ExperimentSpec& spec = options.spec;
+  const std::string& out_dir = options.out_dir;
+  std::map<std::string, std::string> model_of_case;
+  for (const std::string& cal : {spec.calibrate_from, spec.calibrate_alternate}) {
+    const RunRecord* chosen = CalibrationRun(runs, *input, cal);
+    if (chosen == nullptr) {
+      warnings->push_back(fmt::format("case {}: no successful train run to calibrate from", cal));
+      continue;
+    }
+    const std::string model_rel = "models/" + cal + ".json";
+    const std::string trace_abs = fs::absolute(runs_base + "/" + chosen->trace).lexically_normal().string();
+    std::vector<std::string> args = {options.simreplay_executable, "calibrate", trace_abs, "--out",
+                                     fs::absolute(out_dir + "/" + model_rel).string()};
+    auto outcome = RunChild(args, "", out_dir + "/models/" + cal + ".calibrate.log", 600);
+    if (!outcome.ok() || outcome->exit_code != 0) {
+      warnings->push_back(
+          fmt::format("calibration from case {} failed ({}); see models/{}.calibrate.log", cal,
+                      outcome.ok() ? fmt::format("exit {}", outcome->exit_code) : outcome.status().message(), cal));
+      continue;
+    }
+    model_of_case[cal] = model_rel;
+    nlohmann::json info = {{"run", chosen->plan.id},
+                           {"trace", chosen->trace},
+                           {"model", model_rel},
+                           {"chosen_as", "median train throughput of the case's repetitions"}};
+    auto model_json = ReadJsonFile(out_dir + "/" + model_rel);
+    if (model_json.ok() && model_json->contains("self_check")) info["self_check"] = (*model_json)["self_check"];
+    if (model_json.ok() && model_json->contains("warnings")) info["warnings"] = (*model_json)["warnings"];
+    input->calibration[cal] = info;
+  }
+  return model_of_case;
+}
+
+// Predicts every case from the model of the case PredictedFrom names.
+void PredictCases(const ValidateOptions& options, const std::map<std::string, std::string>& model_of_case,
+                  const PredictOptions& predict_options, AnalysisInput* input, std::vector<std::string>* warnings) {
+  const ExperimentSpec& spec = options.spec;
+  for (const auto& c : spec.cases) {
+    const std::string& from = PredictedFrom(spec, c.name);
+    auto model = model_of_case.find(from);
+    if (model == model_of_case.end()) {
+      input->prediction_errors[c.name] = fmt::format("no model calibrated from case {}", from);
+      continue;
+    }
+    auto pred = PredictCase(spec, c, options.out_dir + "/" + model->second, predict_options);
+    if (!pred.ok()) {
+      input->prediction_errors[c.name] = pred.status().message();
+      warnings->push_back(fmt::format("case {}: prediction failed: {}", c.name, pred.status().message()));
+      continue;
+    }
+    pred->model_path = model->second;
+    pred->calibrated_from = from;
+    input->predictions[c.name] = std::move(*pred);
+  }
+}
+
+}  // namespace
+
+Result<std::vector<RunRecord>> ExecuteRuns(const ValidateOptions& options) {
+  const ExperimentSpec& spec = options.spec;
+  const RunEnvironment& env = options.env;
+  const std::string& out_dir = options.out_dir;
+  if (env.dataset_dir.empty() && spec.run.command.empty()) {
+    return Status::InvalidArgument(options.spec_path + ": no dataset: give 'dataset' in the spec or --data DIR");
+  }
+  if (spec.run.command.empty() && !fs::exists(env.dataset_dir + "/dataset.json")) {
+    return Status::NotFound(env.dataset_dir + "/dataset.json: not a bench dataset (run make-dataset first)");
+  }
+  if (spec.run.command.empty() && env.capture_path.empty()) {
+    return Status::NotFound("simreplay_capture not found: pass --capture-path or set SIMREPLAY_CAPTURE_PATH");
+  }
+  std::vector<RunRecord> runs;
+  const auto plan = PlanRuns(spec);
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const auto& p = plan[i];
+    const ExperimentCase* c = FindCase(spec, p.case_name);
+    RunRecord rec;
+    rec.plan = p;
+    rec.sequence = static_cast<int>(i);
+    rec.trace = "runs/" + p.id + ".jsonl.gz";
+    rec.summary = "runs/" + p.id + ".summary.json";
+    rec.log = "runs/" + p.id + ".log";
+    fs::remove(out_dir + "/" + rec.trace);
+    fs::remove(out_dir + "/" + rec.summary);
+    rec.command = BuildCommand(spec, *c, p, env, fs::absolute(out_dir + "/" + rec.trace).string(),
+                               fs::absolute(out_dir + "/" + rec.summary).string());
+    rec.started_utc = UtcNow();
+    rec.loadavg_before = LoadAverage1();
+    auto outcome = RunChild(rec.command, env.capture_path, out_dir + "/" + rec.log, spec.run.timeout_s);
+    rec.loadavg_after = LoadAverage1();
+    if (!outcome.ok()) return outcome.status();
+    rec.exit_code = outcome->exit_code;
+    rec.timed_out = outcome->timed_out;
+    rec.wall_s = outcome->wall_s;
+    runs.push_back(rec);
+    SIMREPLAY_RETURN_IF_ERROR(WriteRunIndex(out_dir, runs));
+    if (options.on_run) options.on_run(i + 1, plan.size(), rec, RunOutcome(rec, out_dir));
+  }
+  return runs;
+}
+
+void ReadMeasurements(const std::vector<RunRecord>& runs, const std::string& runs_base, AnalysisInput* input,
+                      std::vector<std::string>* warnings) {
+  for (const auto& run : runs) {
+    if (run.exit_code != 0) {
+      warnings->push_back(fmt::format("run {} failed (exit {}{}): left out; log {}", run.plan.id, run.exit_code,
+                                      run.timed_out ? ", timed out" : "", run.log));
+      continue;
+    }
+    if (run.plan.discarded) continue;
+    const TraceFacts* facts = nullptr;
+    if (run.plan.kind == "train") {
+      auto f = ReadTraceFacts(runs_base + "/" + run.trace);
+      if (!f.ok()) {
+        warnings->push_back(fmt::format("run {}: trace unreadable: {}", run.plan.id, f.status().message()));
+      } else {
+        facts = &(input->facts[run.plan.id] = std::move(*f));
+      }
+    }
+    auto m = ReadRunMetrics(runs_base + "/" + run.summary, run.plan.kind, facts);
+    if (!m.ok()) {
+      warnings->push_back(fmt::format("run {}: {}", run.plan.id, m.status().message()));
+      continue;
+    }
+    input->metrics[run.plan.id] = std::move(*m);
+  }
+}
+
+const RunRecord* CalibrationRun(const std::vector<RunRecord>& runs, const AnalysisInput& input,
+                                const std::string& case_name) {
+  std::vector<std::pair<double, const RunRecord*>> candidates;
+  for (const auto& run : runs) {
+    if (run.plan.discarded || run.plan.case_name != case_name || run.plan.kind != "train") continue;
+    auto it = input.metrics.find(run.plan.id);
+    if (it == input.metrics.end() || !input.facts.count(run.plan.id)) continue;
+    auto tp = it->second.values.find(kTrainThroughput);
+    if (tp == it->second.values.end()) continue;
+    candidates.push_back({tp->second, &run});
+  }
+  if (candidates.empty()) return nullptr;
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second->sequence < b.second->sequence;
+  });
+  return candidates[(candidates.size() - 1) / 2].second;
+}
+
+Result<ValidateOutcome> RunValidation(const ValidateOptions& options) {
+  const ExperimentSpec& spec = options.spec;
+  const std::string& out_dir = options.out_dir;
+  SIMREPLAY_RETURN_IF_ERROR(MakeDirectories(out_dir + "/runs"));
+  SIMREPLAY_RETURN_IF_ERROR(MakeDirectories(out_dir + "/models"));
+  ValidateOutcome outcome;
+
+  std::vector<RunRecord> runs;
+  std::string runs_base = out_dir;  // directory the run paths are relative to
+  if (!options.ingest_dir.empty()) {
+    auto read = ReadRunIndex(options.ingest_dir);
+    if (!read.ok()) return read.status();
+    runs = std::move(*read);
+    runs_base = options.ingest_dir;
+  } else {
+    auto executed = ExecuteRuns(options);
+    if (!executed.ok()) return executed.status();
+    runs = std::move(*executed);
+  }
+
+  AnalysisInput input;
+  input.spec = &spec;
+  input.runs = runs;
+  ReadMeasurements(runs, runs_base, &input, &outcome.warnings);
+  const auto model_of_case = CalibrateCases(options, runs, runs_base, &input, &outcome.warnings);
+  PredictOptions predict_options;
+  predict_options.dataset_samples = options.env.dataset_dir.empty() ? 0 : DatasetSamples(options.env.dataset_dir);
+  PredictCases(options, model_of_case, predict_options, &input, &outcome.warnings);
+
+  input.environment = {{"python", options.env.python},
+                       {"capture_path", options.env.capture_path},
+                       {"dataset_dir", options.env.dataset_dir},
+                       {"dataset_samples", predict_options.dataset_samples},
+                       {"runs_from", options.ingest_dir.empty() ? "this invocation" : "ingested"}};
+  input.warnings = outcome.warnings;
+  outcome.document = Analyze(input);
+  SIMREPLAY_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/validation.json", outcome.document.dump(1) + "\n"));
+  SIMREPLAY_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/report.md", RenderMarkdownReport(outcome.document)));
+  return outcome;
+}
+
+}  // namespace simreplay::validation
