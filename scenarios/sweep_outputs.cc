@@ -119,6 +119,102 @@ std::string Chart(const std::vector<SweepResult>& points, const std::string& met
 
 }  // namespace
 
+std::vector<ScalingPoint> ScalingCurve(const std::vector<SweepResult>& points, int* knee) {
+  *knee = -1;
+  std::vector<ScalingPoint> curve;
+  if (points.empty()) return curve;
+  size_t axis = points[0].axes.size();
+  for (size_t a = 0; a < points[0].axes.size(); ++a) {
+    if (points[0].axes[a].first == "cluster.nodes") axis = a;
+  }
+  if (axis == points[0].axes.size()) return curve;
+  for (const auto& p : points) {
+    bool same_rest = p.axes.size() == points[0].axes.size();
+    for (size_t a = 0; same_rest && a < p.axes.size(); ++a) {
+      if (a != axis && p.axes[a].second != points[0].axes[a].second) same_rest = false;
+    }
+    const auto* tp = Lookup(p.result["metrics"], "train_throughput_samples_per_s");
+    if (!same_rest || tp == nullptr || !tp->is_number()) continue;
+    const auto* ranks = Lookup(p.result["metrics"], "cluster.ranks");
+    ScalingPoint s;
+    s.gpus = ranks != nullptr && ranks->is_number_integer() ? ranks->get<int64_t>() : 1;
+    s.throughput_samples_per_s = tp->get<double>();
+    curve.push_back(s);
+  }
+  std::sort(curve.begin(), curve.end(), [](const ScalingPoint& a, const ScalingPoint& b) { return a.gpus < b.gpus; });
+  if (curve.empty() || curve[0].throughput_samples_per_s <= 0) return curve;
+  const double per_gpu0 = curve[0].throughput_samples_per_s / static_cast<double>(curve[0].gpus);
+  for (size_t i = 0; i < curve.size(); ++i) {
+    auto& c = curve[i];
+    c.efficiency = c.throughput_samples_per_s / static_cast<double>(c.gpus) / per_gpu0;
+    if (i == 0 || c.gpus == curve[i - 1].gpus) continue;
+    c.marginal_fraction = (c.throughput_samples_per_s - curve[i - 1].throughput_samples_per_s) /
+                          static_cast<double>(c.gpus - curve[i - 1].gpus) / per_gpu0;
+    if (*knee < 0 && c.marginal_fraction < kScalingKneeFraction) *knee = static_cast<int>(i);
+  }
+  return curve;
+}
+
+std::string ScalingChart(const std::vector<SweepResult>& points) {
+  int knee = -1;
+  const auto curve = ScalingCurve(points, &knee);
+  if (curve.size() < 2) return "";
+  double xmax = 0, ymax = 0;
+  for (const auto& c : curve) {
+    xmax = std::max(xmax, static_cast<double>(c.gpus));
+    ymax = std::max(ymax, c.throughput_samples_per_s);
+  }
+  const double xmin = static_cast<double>(curve[0].gpus);
+  if (xmax <= xmin) return "";
+  const double W = 560, H = 300, L = 70, B = 40, T = 30, R = 60;
+  auto sx = [&](double x) { return L + (x - xmin) / (xmax - xmin) * (W - L - R); };
+  auto sy = [&](double y) { return H - B - y / (ymax * 1.1) * (H - B - T); };  // throughput
+  auto se = [&](double e) { return H - B - e / 1.1 * (H - B - T); };           // efficiency, 0..1.1
+  std::string svg = fmt::format(
+      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)", W,
+      H);
+  svg += fmt::format(R"(<text x="{}" y="18" font-size="13" font-weight="bold">Scaling: throughput (blue) and )"
+                     R"(efficiency per GPU (green) vs GPUs</text>)",
+                     L);
+  svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333"/>)", L, H - B, W - R, H - B);
+  svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333"/>)", L, T, L, H - B);
+  for (int i = 0; i <= 4; ++i) {
+    const double y = ymax * 1.1 * i / 4;
+    svg += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{:.3g}</text>)", L - 5, sy(y) + 4, y);
+    svg += fmt::format(R"(<text x="{}" y="{:.1f}">{:.0f}%</text>)", W - R + 5, se(1.1 * i / 4) + 4, 110.0 * i / 4);
+  }
+  std::string tp_path, eff_path, linear_path;
+  for (const auto& c : curve) {
+    const double x = sx(static_cast<double>(c.gpus));
+    tp_path += fmt::format("{}{:.1f},{:.1f}", tp_path.empty() ? "M" : " L", x, sy(c.throughput_samples_per_s));
+    eff_path += fmt::format("{}{:.1f},{:.1f}", eff_path.empty() ? "M" : " L", x, se(c.efficiency));
+    const double linear = curve[0].throughput_samples_per_s * static_cast<double>(c.gpus) / curve[0].gpus;
+    linear_path +=
+        fmt::format("{}{:.1f},{:.1f}", linear_path.empty() ? "M" : " L", x, sy(std::min(linear, ymax * 1.1)));
+    svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="#1f77b4"/>)", x, sy(c.throughput_samples_per_s));
+    svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)", x, H - B + 14, c.gpus);
+  }
+  svg += fmt::format(R"(<path d="{}" fill="none" stroke="#bbb" stroke-dasharray="4 3"/>)", linear_path);
+  svg += fmt::format(R"(<path d="{}" fill="none" stroke="#1f77b4" stroke-width="2"/>)", tp_path);
+  svg += fmt::format(R"(<path d="{}" fill="none" stroke="#2ca02c" stroke-width="2"/>)", eff_path);
+  svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">GPUs (dashed: linear scaling)</text>)",
+                     (L + W - R) / 2, H - 8);
+  if (knee >= 0) {
+    const double x = sx(static_cast<double>(curve[static_cast<size_t>(knee)].gpus));
+    svg += fmt::format(R"(<line x1="{:.1f}" y1="{}" x2="{:.1f}" y2="{}" stroke="#d62728" stroke-dasharray="3 2"/>)", x,
+                       T, x, H - B);
+    svg += fmt::format(R"(<text x="{:.1f}" y="{}" fill="#d62728">knee: added GPUs buy {:.0f}% of linear</text>)", x + 4,
+                       T + 12, 100 * curve[static_cast<size_t>(knee)].marginal_fraction);
+  }
+  svg += "</svg>\n";
+  std::string note = "<p>Scaling over <code>cluster.nodes</code>: ";
+  note += knee >= 0
+              ? fmt::format("from {} GPUs on, an added node buys less than {:.0f}% of linear scaling.",
+                            curve[static_cast<size_t>(knee)].gpus, 100 * kScalingKneeFraction)
+              : fmt::format("every added node buys at least {:.0f}% of linear scaling.", 100 * kScalingKneeFraction);
+  return svg + note + "</p>\n";
+}
+
 const std::vector<std::string>& CsvMetricColumns() {
   static const std::vector<std::string> columns = {"train_throughput_samples_per_s",
                                                    "pipeline_throughput_samples_per_s",
@@ -204,6 +300,7 @@ std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepR
             HtmlEscape(points[0].result.value("accelerator_note", "")) + ").";
   }
   html += " Simulated predictions, not measurements.</p>\n";
+  html += ScalingChart(points);
   html += Chart(points, "train_throughput_samples_per_s", "End-to-end training throughput (samples/s)");
   html += Chart(points, "pipeline_throughput_samples_per_s", "Data pipeline alone (samples/s)");
   html += Chart(points, "gpu_idle_fraction", "GPU idle fraction");

@@ -171,5 +171,32 @@ TEST(SweepOutputs, HtmlListsEveryPointsWarningsOnce) {
   EXPECT_EQ(html.find("<li>shared</li>"), html.rfind("<li>shared</li>"));
 }
 
+TEST(SweepOutputs, ScalingCurveMarksTheKnee) {
+  // 1, 2, 4, 8 nodes of 8 GPUs at 800, 1580, 2900, 3400 samples/s: 100 samples/s per GPU at 8 GPUs.
+  // Added GPUs buy (1580 - 800) / 8 = 97.5 (97.5% of linear), (2900 - 1580) / 16 = 82.5 (82.5%), then
+  // (3400 - 2900) / 32 = 15.6 (15.6% < 50%): the knee is the 64-GPU point. Efficiency there:
+  // 3400 / 64 / 100 = 53.1%.
+  std::vector<SweepResult> points;
+  const std::vector<std::pair<int, double>> runs = {{1, 800}, {2, 1580}, {4, 2900}, {8, 3400}};
+  for (const auto& [nodes, tp] : runs) {
+    nlohmann::json result = {
+        {"metrics", {{"train_throughput_samples_per_s", tp}, {"cluster", {{"ranks", nodes * 8}}}}}};
+    points.push_back({{{"cluster.nodes", nodes}}, result});
+  }
+  int knee = -2;
+  auto curve = ScalingCurve(points, &knee);
+  ASSERT_EQ(curve.size(), 4u);
+  EXPECT_EQ(knee, 3);
+  EXPECT_NEAR(curve[1].marginal_fraction, 0.975, 1e-12);
+  EXPECT_NEAR(curve[3].marginal_fraction, 500.0 / 32 / 100, 1e-12);
+  EXPECT_NEAR(curve[3].efficiency, 3400.0 / 64 / 100, 1e-12);
+  const std::string chart = ScalingChart(points);
+  EXPECT_NE(chart.find("knee: added GPUs buy 16% of linear"), std::string::npos) << chart;
+  EXPECT_NE(chart.find("from 64 GPUs on"), std::string::npos);
+  // Without a cluster.nodes axis there is no curve.
+  points[0].axes[0].first = "loader.num_workers";
+  EXPECT_TRUE(ScalingCurve({points[0]}, &knee).empty());
+}
+
 }  // namespace
 }  // namespace simreplay::scenarios
