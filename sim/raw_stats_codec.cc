@@ -9,7 +9,7 @@ namespace simreplay::sim {
 
 // A field added to SimRawStats must be added to both functions below; this trips when the struct
 // changes size so that nobody forgets (x86-64 libstdc++ layout, the one CI builds).
-static_assert(sizeof(void*) != 8 || sizeof(SimRawStats) == 312, "SimRawStats changed: update the codec");
+static_assert(sizeof(void*) != 8 || sizeof(SimRawStats) == 504, "SimRawStats changed: update the codec");
 
 namespace {
 
@@ -54,7 +54,21 @@ std::string EncodeRawStats(const SimRawStats& s) {
                       {"storage_read_bytes", s.storage_read_bytes},
                       {"peak_host_memory_bytes", Num(s.peak_host_memory_bytes)},
                       {"worker_starts", s.worker_starts},
-                      {"timeline_truncated", s.timeline_truncated}};
+                      {"timeline_truncated", s.timeline_truncated},
+                      {"exposed_comm_s", Num(s.exposed_comm_s)},
+                      {"per_rank_samples", s.per_rank_samples},
+                      {"batches_per_epoch", s.batches_per_epoch}};
+  nlohmann::json& ranks = j["ranks"] = nlohmann::json::array();
+  for (const RankStats& r : s.ranks) {
+    ranks.push_back({r.node, Num(r.gpu_busy_s), Num(r.wait_s), Num(r.collective_s), Num(r.exposed_comm_s), r.samples});
+  }
+  nlohmann::json& nodes = j["nodes"] = nlohmann::json::array();
+  for (const NodeStats& n : s.nodes) {
+    nodes.push_back({Num(n.cpu_busy_core_s), Num(n.storage_busy_s), n.storage_read_bytes,
+                     Num(n.peak_host_memory_bytes), Num(n.memory_bytes)});
+  }
+  nlohmann::json& links = j["link_load"] = nlohmann::json::array();
+  for (const LinkClassLoad& l : s.link_load) links.push_back({Num(l.bytes), Num(l.capacity_bytes_per_s), l.links});
   return j.dump();
 }
 
@@ -86,6 +100,22 @@ Result<SimRawStats> DecodeRawStats(const std::string& text) {
     s.peak_host_memory_bytes = Dbl(j.at("peak_host_memory_bytes"));
     s.worker_starts = j.at("worker_starts").get<int64_t>();
     s.timeline_truncated = j.at("timeline_truncated").get<bool>();
+    s.exposed_comm_s = Dbl(j.at("exposed_comm_s"));
+    s.per_rank_samples = j.at("per_rank_samples").get<int64_t>();
+    s.batches_per_epoch = j.at("batches_per_epoch").get<int64_t>();
+    // Cluster figures travel as positional arrays (1024 ranks x named keys would dominate the text).
+    for (const auto& r : j.at("ranks")) {
+      s.ranks.push_back(RankStats{r.at(0).get<int32_t>(), Dbl(r.at(1)), Dbl(r.at(2)), Dbl(r.at(3)), Dbl(r.at(4)),
+                                  r.at(5).get<int64_t>()});
+    }
+    for (const auto& n : j.at("nodes")) {
+      s.nodes.push_back(NodeStats{Dbl(n.at(0)), Dbl(n.at(1)), n.at(2).get<int64_t>(), Dbl(n.at(3)), Dbl(n.at(4))});
+    }
+    const auto& links = j.at("link_load");
+    if (links.size() != s.link_load.size()) return Status::Internal("simulation child returned a wrong link_load size");
+    for (size_t i = 0; i < s.link_load.size(); ++i) {
+      s.link_load[i] = LinkClassLoad{Dbl(links[i].at(0)), Dbl(links[i].at(1)), links[i].at(2).get<int>()};
+    }
   } catch (const nlohmann::json::exception& e) {
     return Status::Internal(std::string("simulation child returned unreadable statistics: ") + e.what());
   }

@@ -19,6 +19,7 @@
 #include "sim/collectives.h"
 #include "sim/dataloader.h"
 #include "sim/node_state.h"
+#include "common/random.h"
 #include "sim/platform.h"
 #include "sim/rank_context.h"
 #include "sim/run_config.h"
