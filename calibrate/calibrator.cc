@@ -14,6 +14,7 @@
 #include "calibrate/busy_cores.h"
 #include "calibrate/cost_regression.h"
 #include "calibrate/format_model.h"
+#include "calibrate/probe_file.h"
 #include "common/atomic_file.h"
 #include "common/json_fields.h"
 #include "models/format_model.h"
@@ -625,41 +626,29 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
   {
     bool from_probe = false;
     if (!options.probe_path.empty()) {
-      auto probe = ReadJsonFile(options.probe_path);
+      auto probe = LoadProbeFile(options.probe_path);
       if (!probe.ok()) return probe.status();
-      const auto& p = *probe;
-      if (!p.is_object() || p.value("schema", "") != "simreplay.probe/1") {
-        return Status::InvalidArgument(options.probe_path + ":1: not a simreplay.probe/1 document");
-      }
-      const nlohmann::json fit = p.contains("fit") && p["fit"].is_object() ? p["fit"] : nlohmann::json::object();
-      // A shuffled map-style loader reads at random; prefer the random fit.
-      const char* pattern = fit.contains("random") && fit["random"].is_object() ? "random" : "sequential";
-      if (fit.contains(pattern) && fit[pattern].is_object()) {
-        const auto& f = fit[pattern];
-        const std::string src = std::string("probe ") + options.probe_path + " fit." + pattern;
-        if (f.contains("latency_s") && f["latency_s"].is_number()) {
-          model.storage.latency_s = f["latency_s"].get<double>();
+      if (!probe->pattern.empty()) {
+        const std::string src = "probe " + options.probe_path + " fit." + probe->pattern;
+        if (probe->latency_s) {
+          model.storage.latency_s = *probe->latency_s;
           Set(&model, "storage.latency_s", false, src);
         }
-        if (f.contains("bandwidth_bytes_per_s") && f["bandwidth_bytes_per_s"].is_number() &&
-            f["bandwidth_bytes_per_s"].get<double>() > 0) {
-          model.storage.bandwidth_bytes_per_s = f["bandwidth_bytes_per_s"].get<double>();
+        if (probe->bandwidth_bytes_per_s) {
+          model.storage.bandwidth_bytes_per_s = *probe->bandwidth_bytes_per_s;
           Set(&model, "storage.bandwidth_bytes_per_s", false, src);
           from_probe = true;
         }
-        if (f.contains("max_useful_concurrency") && f["max_useful_concurrency"].is_number_integer()) {
-          model.storage.max_concurrency = std::max(1, f["max_useful_concurrency"].get<int>());
-        }
-        storage_q["probe"] = {
-            {"path", options.probe_path}, {"pattern", pattern}, {"fit", f}, {"cache_drop", p.value("cache_drop", "")}};
+        if (probe->max_useful_concurrency) model.storage.max_concurrency = *probe->max_useful_concurrency;
+        storage_q["probe"] = {{"path", options.probe_path},
+                              {"pattern", probe->pattern},
+                              {"fit", probe->fit},
+                              {"cache_drop", probe->cache_drop}};
       } else {
         warnings.push_back(options.probe_path + ": the probe has no usable fit: storage from trace reads or defaults");
       }
-      if (fit.contains("page_cache") && fit["page_cache"].is_object() &&
-          fit["page_cache"].contains("bandwidth_bytes_per_s") &&
-          fit["page_cache"]["bandwidth_bytes_per_s"].is_number() &&
-          fit["page_cache"]["bandwidth_bytes_per_s"].get<double>() > 0) {
-        model.storage.page_cache_bytes_per_s = fit["page_cache"]["bandwidth_bytes_per_s"].get<double>();
+      if (probe->page_cache_bytes_per_s) {
+        model.storage.page_cache_bytes_per_s = *probe->page_cache_bytes_per_s;
         Set(&model, "storage.page_cache_bytes_per_s", false, "probe " + options.probe_path + " fit.page_cache");
       }
     }
