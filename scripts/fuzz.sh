@@ -46,6 +46,10 @@ fi
 # preset (docs/reliability.md). The limits make a slow or huge input a reported failure, not a hang.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=0:strict_string_checks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# Readable stack traces: Debian installs the symbolizer outside PATH (package llvm-14).
+if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ] && [ -x /usr/lib/llvm-14/bin/llvm-symbolizer ]; then
+  export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer
+fi
 limit=(-timeout=25 -rss_limit_mb=2048 -max_len=65536)
 [ -n "$runs" ] && limit+=(-runs="$runs")
 if [ -z "$runs" ] || ((seconds_given)); then limit+=(-max_total_time="$seconds"); fi
