@@ -884,6 +884,10 @@ Status ProbeFieldError(const std::string& path, const std::string& field, const 
   return Status::InvalidArgument(path + ": " + field + ": expected " + expected + ", found " + found.dump());
 }
 
+bool IsConcurrency(const nlohmann::json& v) {
+  return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 64;
+}
+
 Result<std::optional<ProbeFitRecord>> ReadFitRecord(const std::string& path, const nlohmann::json& fit,
                                                     const char* name) {
   const std::string where = std::string("fit.") + name;
@@ -902,21 +906,26 @@ Result<std::optional<ProbeFitRecord>> ReadFitRecord(const std::string& path, con
   std::optional<double> latency;
   SIMREPLAY_RETURN_IF_ERROR(number("latency_s", false, &latency));
   if (!latency) return ProbeFieldError(path, where + ".latency_s", "a number", nullptr);
+  if (!std::isfinite(*latency) || *latency < 0) {
+    return ProbeFieldError(path, where + ".latency_s", "a non-negative number", f["latency_s"]);
+  }
   r.latency_s = *latency;
   SIMREPLAY_RETURN_IF_ERROR(number("bandwidth_bytes_per_s", true, &r.bandwidth_bytes_per_s));
   SIMREPLAY_RETURN_IF_ERROR(number("r2", true, &r.r2));
   SIMREPLAY_RETURN_IF_ERROR(number("peak_bytes_per_s", true, &r.peak_bytes_per_s));
   if (f.contains("max_useful_concurrency") && !f["max_useful_concurrency"].is_null()) {
-    if (!f["max_useful_concurrency"].is_number_integer()) {
-      return ProbeFieldError(path, where + ".max_useful_concurrency", "an integer", f["max_useful_concurrency"]);
+    // The probe measures 1..kMaxProbeConcurrency threads; a wider value would wrap in get<int>().
+    if (!IsConcurrency(f["max_useful_concurrency"])) {
+      return ProbeFieldError(path, where + ".max_useful_concurrency", "an integer in [1, 64]",
+                             f["max_useful_concurrency"]);
     }
     r.max_useful_concurrency = f["max_useful_concurrency"].get<int>();
   }
   if (f.contains("max_useful_concurrency_by_block") && f["max_useful_concurrency_by_block"].is_object()) {
     r.max_useful_concurrency_by_block.emplace();
     for (const auto& [block, c] : f["max_useful_concurrency_by_block"].items()) {
-      if (!c.is_number_integer()) {
-        return ProbeFieldError(path, where + ".max_useful_concurrency_by_block." + block, "an integer", c);
+      if (!IsConcurrency(c)) {
+        return ProbeFieldError(path, where + ".max_useful_concurrency_by_block." + block, "an integer in [1, 64]", c);
       }
       (*r.max_useful_concurrency_by_block)[block] = c.get<int>();
     }
@@ -930,7 +939,8 @@ Result<ProbeDocument> ReadProbeFile(const std::string& path) {
   auto json = ReadJsonFile(path);
   if (!json.ok()) return json.status();
   const nlohmann::json& p = *json;
-  if (!p.is_object() || p.value("schema", "") != "simreplay.probe/1") {
+  // "schema" is checked for type first: value() would throw on a non-string (found by fuzzing).
+  if (!p.is_object() || !p.contains("schema") || !p["schema"].is_string() || p["schema"] != "simreplay.probe/1") {
     return Status::InvalidArgument(path + ":1: not a simreplay.probe/1 document");
   }
   ProbeDocument doc;

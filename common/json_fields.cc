@@ -6,6 +6,7 @@
 #include <limits>
 #include <regex>
 #include <sstream>
+#include <string_view>
 
 namespace simreplay {
 
@@ -88,17 +89,57 @@ Status JsonFields::GetOptionalBool(const char* key, bool* out) const {
 
 std::string JsonFields::fmt_missing(const char* key) { return std::string("missing required field '") + key + "'"; }
 
+namespace {
+
+// 1-based line of byte `offset` of `text`.
+int64_t LineAt(const std::string& text, size_t offset) {
+  offset = std::min(offset, text.size());
+  return 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
+}
+
+// What went wrong, for any exception nlohmann's parser throws. Besides parse_error it throws
+// out_of_range 406 for a number no double holds ("1e400"): that one carries no offset, so the number's
+// first occurrence in the text gives the line. *offset is the byte where the problem is.
+std::string DescribeParseFailure(const nlohmann::json::exception& e, const std::string& text, size_t* offset) {
+  std::string what = e.what();
+  *offset = 0;
+  if (const auto* parse = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
+    *offset = parse->byte == 0 ? 0 : parse->byte - 1;
+    auto pos = what.find("parse error");
+    return "malformed JSON: " + (pos == std::string::npos ? what : what.substr(pos));
+  }
+  static constexpr std::string_view kOverflow = "number overflow parsing '";
+  if (auto pos = what.find(kOverflow); pos != std::string::npos) {
+    std::string number = what.substr(pos + kOverflow.size());
+    number = number.substr(0, number.find('\''));
+    if (auto at = text.find(number); at != std::string::npos) *offset = at;
+    return "a number out of range: " + number + " does not fit a 64-bit float";
+  }
+  return "malformed JSON: " + what;
+}
+
+}  // namespace
+
 Result<nlohmann::json> ParseJson(const std::string& text, const std::string& where) {
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     static const std::regex kNonFinite(R"((^|[:,\[\s])-?(NaN|Infinity|inf|nan)\b)");
-    if (std::regex_search(text, kNonFinite)) {
+    if (dynamic_cast<const nlohmann::json::parse_error*>(&e) != nullptr && std::regex_search(text, kNonFinite)) {
       return Status::InvalidArgument(where + ": NaN or infinite number (not valid JSON, not allowed)");
     }
-    std::string what = e.what();
-    auto pos = what.find("parse error");
-    return Status::InvalidArgument(where + ": malformed JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
+    size_t offset = 0;
+    return Status::InvalidArgument(where + ": " + DescribeParseFailure(e, text, &offset));
+  }
+}
+
+Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string& path) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    size_t offset = 0;
+    std::string what = DescribeParseFailure(e, text, &offset);
+    return Status::InvalidArgument(path + ":" + std::to_string(LineAt(text, offset)) + ": " + what);
   }
 }
 
@@ -107,18 +148,7 @@ Result<nlohmann::json> ReadJsonFile(const std::string& path) {
   if (!in) return Status::NotFound(path + ": cannot open");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  std::string text = buffer.str();
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // Map the byte offset to a line number so the error points at FILE:LINE.
-    size_t offset = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    int64_t line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
-    std::string what = e.what();
-    auto pos = what.find("parse error");
-    return Status::InvalidArgument(path + ":" + std::to_string(line) +
-                                   ": malformed JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
-  }
+  return ParseJsonText(buffer.str(), path);
 }
 
 }  // namespace simreplay

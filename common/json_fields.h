@@ -42,6 +42,10 @@ class JsonFields {
 // Infinity literals (which some writers emit) and reports them as such.
 Result<nlohmann::json> ParseJson(const std::string& text, const std::string& where);
 
+// Parses the whole text of the file `path` (already read): errors are "PATH:LINE: ...". Never throws,
+// also not for a number no double holds (nlohmann's out_of_range 406, which is not a parse_error).
+Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string& path);
+
 // Reads and parses a whole JSON file (scenario, model): errors carry FILE:LINE.
 Result<nlohmann::json> ReadJsonFile(const std::string& path);
 

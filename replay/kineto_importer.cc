@@ -235,7 +235,12 @@ class EventSink {
     if (!status_.ok()) return false;
     auto ph = e.find("ph");
     if (ph == e.end() || !ph->is_string() || *ph != "X") return true;  // only complete events matter
-    std::string name = e.value("name", std::string());
+    // Not e.value("name", ""): that throws type_error for a non-string name.
+    std::string name;
+    if (auto n = e.find("name"); n != e.end()) {
+      if (!n->is_string()) return Fail("an event's \"name\" must be a string, found " + std::string(n->type_name()));
+      name = n->get<std::string>();
+    }
     std::string cat;
     if (auto c = e.find("cat"); c != e.end() && c->is_string()) cat = c->get<std::string>();
     auto ts = e.find("ts");
@@ -245,6 +250,10 @@ class EventSink {
     if (!start_ns) return Fail("event \"" + name + "\": \"ts\" must be a finite number of microseconds");
     if (!dur_ns || *dur_ns < 0) {
       return Fail("event \"" + name + "\" at ts " + ts->dump() + ": \"dur\" must be a non-negative number");
+    }
+    // ts and dur are each below 2^63 ns but their sum need not be: adding them would be signed overflow.
+    if (*dur_ns > std::numeric_limits<int64_t>::max() - *start_ns) {
+      return Fail("event \"" + name + "\" at ts " + ts->dump() + ": ts + dur is past the largest time representable");
     }
     file_->earliest_ns = std::min(file_->earliest_ns, *start_ns);
     Interval span{*start_ns, *start_ns + *dur_ns};

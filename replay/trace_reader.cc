@@ -139,7 +139,8 @@ Status TraceReader::ReadHeader() {
   if (!*more) return Status::InvalidArgument(where + ": empty file: expected a header record");
   auto json = ParseJson(line, where);
   if (!json.ok()) return json.status();
-  if (!json->is_object() || json->value("type", "") != "header") {
+  // Compared as JSON, not through value("type", ""): that throws when "type" is not a string.
+  if (!json->is_object() || !json->contains("type") || (*json)["type"] != "header") {
     return Status::InvalidArgument(where + ": the first record must be {\"type\":\"header\",...}");
   }
   JsonFields f(*json, where);

@@ -9,6 +9,9 @@ packages=(
   # C++ libraries
   libsimgrid-dev libeigen3-dev libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   libgtest-dev libbenchmark-dev
+  # sanitizer build and fuzzing (docs/reliability.md): clang, its ASan/UBSan/libFuzzer runtimes, and
+  # llvm-symbolizer for readable sanitizer stack traces
+  clang-14 libclang-rt-14-dev llvm-14
   # capture package, bench pipeline and its real media
   python3 python3-torch python3-torchvision python3-av python3-lmdb python3-h5py python3-psutil
   python3-numpy python3-pil python3-pytest opencv-doc

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/paths.h"
+#include "common/json_fields.h"
 #include "scenarios/scenario.h"
 #include "validation/json_locator.h"
 
@@ -150,17 +151,11 @@ class SpecParser {
 }  // namespace
 
 Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::string& path) {
-  nlohmann::json parsed;
-  try {
-    parsed = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    size_t offset = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    int64_t line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
-    std::string what = e.what();
-    auto pos = what.find("parse error");
-    return Status::InvalidArgument(
-        fmt::format("{}:{}: malformed JSON: {}", path, line, pos == std::string::npos ? what : what.substr(pos)));
-  }
+  // ParseJsonText: every parser exception becomes "PATH:LINE: ..." (a number like 1e400 is not a
+  // parse_error and used to escape).
+  auto parsed_or = ParseJsonText(text, path);
+  if (!parsed_or.ok()) return parsed_or.status();
+  const nlohmann::json parsed = std::move(*parsed_or);
   const nlohmann::json& j = parsed;
   SpecParser p(text, path);
   ExperimentSpec spec;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 namespace simreplay::models {
 namespace {
 
@@ -50,6 +52,16 @@ TEST(ModelParams, RingAllReduceTime) {
   m.collective.gradient_bytes = 1e9;
   EXPECT_NEAR(m.CollectiveTimeS(4), 6 * 20e-6 + 1.5 * 1e9 / 100e9, 1e-12);
   EXPECT_EQ(m.CollectiveTimeS(1), 0.0);
+}
+
+// Regression (issue 13, found by fuzz/model_fuzzer): "-1e400" in a model file made nlohmann throw
+// out_of_range 406, which escaped the loader's parse_error handler and aborted the process.
+TEST(ModelParams, RegressionNumberOverflowIsFileLineError) {
+  std::string path = ::testing::TempDir() + "/overflow_model.json";
+  std::ofstream(path) << "{\"schema\":\"simreplay.model/1\",\n\"cpu\":{\"pin_bytes_per_s\":{\"value\":-1e400}}}\n";
+  auto model = LoadModelFile(path);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().message(), path + ":2: a number out of range: -1e400 does not fit a 64-bit float");
 }
 
 }  // namespace

@@ -527,7 +527,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "\"ts\" must be"},
         BadInput{"NegativeDur",
                  R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"ProfilerStep#1","ts":5,"dur":-1}]})",
-                 "\"dur\" must be"}),
+                 "\"dur\" must be"},
+        // Regression (issue 13): ts + dur in ns overflowed int64 (undefined behaviour) before this check.
+        BadInput{"RegressionEndPastInt64",
+                 R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"ProfilerStep#1","ts":9e15,"dur":9e15}]})",
+                 "ts + dur is past the largest time"},
+        // Regression (issue 13): a non-string name threw type_error, reported as "not a JSON document".
+        BadInput{"RegressionNonStringName", R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":7,"ts":1,"dur":1}]})",
+                 "\"name\" must be a string, found number"}),
     [](const auto& info) { return std::string(info.param.label); });
 
 TEST(KinetoImporter, MissingFileIsAnError) {

@@ -222,5 +222,29 @@ TEST(SampleCosts, KinetoStyleTraceSpreadsBatchLoad) {
   EXPECT_TRUE(costs->samples[0].unsplit);
 }
 
+// Regression (issue 13): a number no double holds made nlohmann throw out_of_range 406, which is not a
+// parse_error, so it escaped ParseJson and aborted `simreplay simulate` instead of naming the line.
+TEST(TraceReader, RegressionNumberOverflowIsFileLineErrorNotAbort) {
+  std::string line = kSample;
+  line.replace(line.find("\"read_ns\":100"), 14, "\"read_ns\":1e400");
+  int n = 0;
+  std::string err =
+      ReadAll(WriteText("overflow.jsonl", std::string(kHeader) + "\n" + line + "\n" + kSample + "\n"), &n);
+  EXPECT_NE(err.find("overflow.jsonl:2: a number out of range: 1e400"), std::string::npos) << err;
+  // The same in the header line.
+  err = ReadAll(
+      WriteText("overflow_header.jsonl", R"({"type":"header","schema":"simreplay.trace/1","manifest":{"x":-1e999}})"
+                                         "\n"),
+      &n);
+  EXPECT_NE(err.find("overflow_header.jsonl:1: a number out of range: -1e999"), std::string::npos) << err;
+}
+
+// Regression (issue 13): a header whose "type" is not a string made json::value() throw type_error.
+TEST(TraceReader, RegressionNonStringHeaderTypeIsAnError) {
+  int n = 0;
+  std::string err = ReadAll(WriteText("typed_header.jsonl", "{\"type\":1,\"schema\":\"simreplay.trace/1\"}\n"), &n);
+  EXPECT_NE(err.find("typed_header.jsonl:1: the first record must be"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace simreplay::replay

@@ -198,5 +198,14 @@ TEST(SweepOutputs, ScalingCurveMarksTheKnee) {
   EXPECT_TRUE(ScalingCurve({points[0]}, &knee).empty());
 }
 
+// Regression (issue 13): "1e400" in a scenario escaped LoadScenarioJson as an out_of_range exception.
+TEST(Scenario, RegressionNumberOverflowIsFileLineError) {
+  std::string path = ::testing::TempDir() + "/overflow_scenario.json";
+  std::ofstream(path) << "{\"trace\": \"t.jsonl.gz\",\n \"train\": {\"steps\": 1e400}}\n";
+  auto json = LoadScenarioJson(path);
+  ASSERT_FALSE(json.ok());
+  EXPECT_EQ(json.status().message(), path + ":2: a number out of range: 1e400 does not fit a 64-bit float");
+}
+
 }  // namespace
 }  // namespace simreplay::scenarios

@@ -67,6 +67,12 @@ TEST(ExperimentSpec, MalformedJsonNamesItsLine) {
   ExpectError("{\n  \"schema\": \"simreplay.experiment/1\",\n  \"cases\": [,]\n}", "spec.json:3: malformed JSON");
 }
 
+// Regression (issue 13): "1e400" made the parser throw out_of_range, which escaped the parse_error catch.
+TEST(ExperimentSpec, RegressionNumberOverflowNamesItsLine) {
+  ExpectError("{\n  \"schema\": \"simreplay.experiment/1\",\n  \"repetitions\": 1e400\n}",
+              "spec.json:3: a number out of range: 1e400");
+}
+
 TEST(ExperimentSpec, WrongSchemaIsRejected) {
   ExpectError("{\"schema\": \"simreplay.experiment/2\", \"cases\": [{\"name\": \"a\"}]}",
               "spec.json:1: 'schema' must be \"simreplay.experiment/1\", found \"simreplay.experiment/2\"");
