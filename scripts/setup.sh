@@ -12,6 +12,8 @@ packages=(
   # capture package, bench pipeline and its real media
   python3 python3-torch python3-torchvision python3-av python3-lmdb python3-h5py python3-psutil
   python3-numpy python3-pil python3-pytest opencv-doc
+  # headless browser: the plan report's rendering test (tests/plan/report_browser_test.cc)
+  chromium
 )
 
 missing=()

@@ -1,0 +1,68 @@
+#include "plan/preflight_input.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "common/json_fields.h"
+
+namespace simreplay::plan {
+
+namespace {
+
+using nlohmann::json;
+
+// A positive finite number at a dotted path, or nothing; a present value of the wrong kind is an error.
+Status Optional(const json& root, const std::string& path, const std::string& dotted, std::optional<double>* out) {
+  const json* node = &root;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = dotted.find('.', start);
+    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!node->is_object() || !node->contains(key) || (*node)[key].is_null()) return Status::Ok();
+    node = &(*node)[key];
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (!node->is_number() || !std::isfinite(node->get<double>()) || node->get<double>() < 0) {
+    return Status::InvalidArgument(fmt::format("{}: '{}' must be a number >= 0, found {}", path, dotted, node->dump()));
+  }
+  *out = node->get<double>();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<PreflightInputs> LoadPreflight(const std::string& path) {
+  auto j = ReadJsonFile(path);
+  if (!j.ok()) return j.status();
+  if (!j->is_object()) return Status::InvalidArgument(path + ":1: a preflight.json must be a JSON object");
+  PreflightInputs p;
+  p.path = path;
+  const std::string schema = j->value("schema", "");
+  if (schema.rfind("simreplay.preflight/", 0) != 0) {
+    return Status::InvalidArgument(
+        fmt::format("{}:1: expected schema \"simreplay.preflight/1\", found \"{}\"", path, schema));
+  }
+  if (schema != "simreplay.preflight/1") {
+    return Status::InvalidArgument(
+        fmt::format("{}:1: unsupported preflight schema version \"{}\" (this simreplay reads simreplay.preflight/1)",
+                    path, schema));
+  }
+  p.device = j->value("device", "cpu");
+  p.passed = j->value("passed", false);
+  SIMREPLAY_RETURN_IF_ERROR(Optional(*j, path, "step.compute_s.mean", &p.step_time_s));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(*j, path, "memory.peak_bytes", &p.peak_memory_bytes));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(*j, path, "checkpoint.bytes", &p.checkpoint_bytes));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(*j, path, "checkpoint.write_bytes_per_s", &p.checkpoint_write_bytes_per_s));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(*j, path, "checkpoint.read_bytes_per_s", &p.checkpoint_read_bytes_per_s));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(*j, path, "restart.restart_s", &p.restart_s));
+  if (!p.passed) {
+    return Status::InvalidArgument(path +
+                                   ":1: the preflight did not pass its checks: fix the job first (its "
+                                   "figures would not be trustworthy)");
+  }
+  return p;
+}
+
+}  // namespace simreplay::plan
