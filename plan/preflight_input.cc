@@ -40,28 +40,31 @@ Result<PreflightInputs> LoadPreflight(const std::string& path) {
   PreflightInputs p;
   p.path = path;
   const std::string schema = j->value("schema", "");
-  if (schema.rfind("simreplay.preflight/", 0) != 0) {
+  if (schema != "simreplay.preflight/1") {
     return Status::InvalidArgument(
         fmt::format("{}:1: expected schema \"simreplay.preflight/1\", found \"{}\"", path, schema));
   }
-  if (schema != "simreplay.preflight/1") {
-    return Status::InvalidArgument(
-        fmt::format("{}:1: unsupported preflight schema version \"{}\" (this simreplay reads simreplay.preflight/1)",
-                    path, schema));
-  }
-  p.device = j->value("device", "cpu");
-  p.passed = j->value("passed", false);
-  SIMREPLAY_RETURN_IF_ERROR(Optional(*j, path, "step.compute_s.mean", &p.step_time_s));
-  SIMREPLAY_RETURN_IF_ERROR(Optional(*j, path, "memory.peak_bytes", &p.peak_memory_bytes));
-  SIMREPLAY_RETURN_IF_ERROR(Optional(*j, path, "checkpoint.bytes", &p.checkpoint_bytes));
-  SIMREPLAY_RETURN_IF_ERROR(Optional(*j, path, "checkpoint.write_bytes_per_s", &p.checkpoint_write_bytes_per_s));
-  SIMREPLAY_RETURN_IF_ERROR(Optional(*j, path, "checkpoint.read_bytes_per_s", &p.checkpoint_read_bytes_per_s));
-  SIMREPLAY_RETURN_IF_ERROR(Optional(*j, path, "restart.restart_s", &p.restart_s));
+  p.passed = j->value("status", "") == "pass";
   if (!p.passed) {
-    return Status::InvalidArgument(path +
-                                   ":1: the preflight did not pass its checks: fix the job first (its "
-                                   "figures would not be trustworthy)");
+    return Status::InvalidArgument(path + ":1: expected a preflight whose checks passed (status \"pass\"), found \"" +
+                                   j->value("status", "") + "\": fix the job first, its figures are not trustworthy");
   }
+  if (!j->contains("measured") || !(*j)["measured"].is_object()) {
+    return Status::InvalidArgument(path + ":1: expected a 'measured' object, found none");
+  }
+  const json& m = (*j)["measured"];
+  p.device = m.value("accelerator", j->value("accelerator", "cpu"));
+  // The simulator's GPU step is the step callable alone: data wait (simulated) and comm_s (the
+  // planner's own communication) excluded.
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "compute_s", &p.step_time_s));
+  std::optional<double> peak;
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "peak_memory_bytes", &peak));
+  if (m.value("peak_memory_kind", "") == "cuda_reserved") p.peak_memory_bytes = peak;  // host PSS is not GPU memory
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "checkpoint_bytes", &p.checkpoint_bytes));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "checkpoint_write_bytes_per_s", &p.checkpoint_write_bytes_per_s));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "checkpoint_read_bytes_per_s", &p.checkpoint_read_bytes_per_s));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "restart_s", &p.restart_s));
+  if (p.step_time_s && *p.step_time_s <= 0) p.step_time_s.reset();
   return p;
 }
 

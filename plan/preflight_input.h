@@ -1,6 +1,7 @@
 // The figures `simreplay plan` takes from a preflight run (python3 -m simreplay_capture.preflight,
-// docs/preflight-format.md): step time, peak memory, checkpoint bytes and bandwidths, restart time.
-// Each figure present replaces the plan's assumption and is reported as measured.
+// docs/preflight-format.md, its "measured" block): step time, peak memory, checkpoint bytes and
+// bandwidths, restart time. Each figure present (not null) replaces the plan's assumption and is
+// reported as measured; a preflight whose checks failed is refused.
 #pragma once
 
 #include <optional>
