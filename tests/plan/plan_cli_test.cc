@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -172,6 +173,40 @@ TEST(PlanCli, BundledExampleRuns) {
     if (!c["fits_memory"].get<bool>()) continue;
     EXPECT_TRUE(c["simulation"]["steady"].get<bool>()) << c["gpu"] << " x " << c["nodes"];
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(PlanCli, RealCpuPreflightMeasuresCheckpointAndRestartButNotTheGpu) {
+  // tests/plan/data/preflight_cpu_real.json: the output of `python3 -m simreplay_capture.preflight`
+  // (default entry, CPU, this machine), unedited. Its checkpoint and restart figures are measured;
+  // its step time and host PSS peak are CPU figures: the step time is used but stays assumed, the
+  // PSS peak is not GPU memory and is not used.
+  fs::path out = Fresh("plan_preflight_real");
+  auto r = RunCli("plan " + kSmall + " --out " + out.string() + " --preflight " + kData + "preflight_cpu_real.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto plan = nlohmann::json::parse(Slurp(out / "plan.json"));
+  std::map<std::string, std::string> status;
+  for (const auto& a : plan["assumptions"]) status[a["input"]] = a["status"];
+  EXPECT_EQ(status["step_time_s[a100-80gb]"], "assumed");
+  EXPECT_EQ(status["checkpoint_bytes"], "measured");
+  EXPECT_EQ(status["checkpoint_write_bytes_per_s"], "measured");
+  EXPECT_EQ(status["checkpoint_read_bytes_per_s"], "measured");
+  EXPECT_EQ(status["restart_s"], "measured");
+  EXPECT_EQ(status["activation_bytes_per_gpu"], "input");
+  const auto& row = plan["candidates"][2];
+  EXPECT_NEAR(row["step_time_s"].get<double>(), 0.5780047202499645, 1e-8);  // measured.compute_s (9 digits)
+  for (const auto& a : row["assumed"]) EXPECT_TRUE(a != "checkpoint" && a != "restart") << a;
+  // A failed preflight is refused with exit 3.
+  std::string text = Slurp(kData + "preflight_cpu_real.json");
+  text.replace(text.find("\"status\": \"pass\""), 16, "\"status\": \"fail\"");
+  const fs::path failed = fs::path(::testing::TempDir()) / "failed_preflight.json";
+  std::ofstream(failed) << text;
+  r = RunCli("plan " + kSmall + " --out " + (out / "again").string() + " --preflight " + failed.string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("expected a preflight whose checks passed"), std::string::npos) << r.output;
 }
 
 }  // namespace
