@@ -1,6 +1,10 @@
 #include "scenarios/scenario.h"
 
+#include <array>
+#include <cmath>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "common/json_fields.h"
 
@@ -10,8 +14,9 @@ namespace {
 
 using Sign = JsonFields::Sign;
 
-const std::set<std::string> kTopKeys = {"model",  "trace", "data",  "loader",  "hardware", "train",
-                                        "replay", "seed",  "sweep", "outputs", "name",     "description"};
+const std::set<std::string> kTopKeys = {"model", "trace",   "data",       "loader",  "hardware",
+                                        "train", "replay",  "seed",       "sweep",   "outputs",
+                                        "name",  "cluster", "collective", "storage", "description"};
 
 Status CheckKnownKeys(const nlohmann::json& object, const std::set<std::string>& known, const JsonFields& f) {
   for (const auto& [key, value] : object.items()) {
@@ -69,6 +74,150 @@ Status ParseTrain(const nlohmann::json& j, const std::string& where, TrainConfig
   return Status::Ok();
 }
 
+Status GetPositive(const JsonFields& f, const char* key, double* out, double max) {
+  SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalDouble(key, out));
+  if (!(*out > 0) || *out > max) {
+    return f.Error(fmt::format("'{}' must be in (0, {:g}], found {:g}", key, max, *out));
+  }
+  return Status::Ok();
+}
+
+Status GetNonNegative(const JsonFields& f, const char* key, double* out, double max) {
+  SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalDouble(key, out));
+  if (*out > max) return f.Error(fmt::format("'{}' must be in [0, {:g}], found {:g}", key, max, *out));
+  return Status::Ok();
+}
+
+// One of `names` (index = enum value).
+template <typename Enum, size_t N>
+Status GetEnum(const JsonFields& f, const char* key, const std::array<const char*, N>& names, Enum* out) {
+  if (!f.Has(key)) return Status::Ok();
+  std::string value;
+  SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalString(key, &value));
+  std::string expected;
+  for (size_t i = 0; i < N; ++i) {
+    if (value == names[i]) {
+      *out = static_cast<Enum>(i);
+      return Status::Ok();
+    }
+    expected += (i == 0 ? "\"" : i + 1 == N ? " or \"" : ", \"") + std::string(names[i]) + "\"";
+  }
+  return f.Error(fmt::format("'{}' must be {}, found \"{}\"", key, expected, value));
+}
+
+constexpr std::array<const char*, 2> kTopologyNames = {"star", "fat-tree"};
+constexpr std::array<const char*, 4> kAlgorithmNames = {"analytic", "ring", "tree", "hierarchical"};
+constexpr std::array<const char*, 2> kShardingNames = {"none", "full"};
+constexpr std::array<const char*, 2> kFidelityNames = {"aggregated", "per_message"};
+constexpr std::array<const char*, 2> kStorageKindNames = {"local", "shared"};
+
+Status ParseNetwork(const nlohmann::json& j, const std::string& where, ClusterConfig* c) {
+  if (!j.is_object()) return Status::InvalidArgument(where + ": cluster: 'network' must be an object");
+  JsonFields f(j, where + ": cluster.network");
+  SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(j, {"nic_bytes_per_s", "nic_latency_s", "nics_per_node"}, f));
+  SIMREPLAY_RETURN_IF_ERROR(GetPositive(f, "nic_bytes_per_s", &c->nic_bytes_per_s, 1e15));
+  SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(f, "nic_latency_s", &c->nic_latency_s, 10));
+  return GetIntIn(f, "nics_per_node", &c->nics_per_node, 1, 64);
+}
+
+Status ParseIntraNode(const nlohmann::json& j, const std::string& where, ClusterConfig* c) {
+  if (!j.is_object()) return Status::InvalidArgument(where + ": cluster: 'intra_node' must be an object");
+  JsonFields f(j, where + ": cluster.intra_node");
+  SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(j, {"bytes_per_s", "latency_s"}, f));
+  SIMREPLAY_RETURN_IF_ERROR(GetPositive(f, "bytes_per_s", &c->intra_node_bytes_per_s, 1e15));
+  return GetNonNegative(f, "latency_s", &c->intra_node_latency_s, 10);
+}
+
+Status ParseStragglers(const nlohmann::json& j, const std::string& where, ClusterConfig* c) {
+  if (!j.is_array()) return Status::InvalidArgument(where + ": cluster: 'stragglers' must be an array");
+  std::set<int> seen;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string at = fmt::format("{}: cluster.stragglers[{}]", where, i);
+    if (!j[i].is_object()) return Status::InvalidArgument(at + ": must be an object");
+    JsonFields f(j[i], at);
+    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(j[i], {"node", "gpu_step_scale", "cpu_speed_scale"}, f));
+    StragglerConfig s;
+    int64_t node = -1;
+    SIMREPLAY_RETURN_IF_ERROR(f.GetInt("node", &node));
+    if (node >= c->nodes) {
+      return f.Error(fmt::format("'node' must be in [0, {}] (cluster.nodes - 1), found {}", c->nodes - 1, node));
+    }
+    if (!seen.insert(static_cast<int>(node)).second) return f.Error(fmt::format("node {} listed twice", node));
+    s.node = static_cast<int>(node);
+    SIMREPLAY_RETURN_IF_ERROR(GetPositive(f, "gpu_step_scale", &s.gpu_step_scale, 1e6));
+    SIMREPLAY_RETURN_IF_ERROR(GetPositive(f, "cpu_speed_scale", &s.cpu_speed_scale, 1e6));
+    c->stragglers.push_back(s);
+  }
+  return Status::Ok();
+}
+
+// cluster: needs hardware parsed first (gpus_per_node defaults to hardware.gpus).
+Status ParseCluster(const nlohmann::json& j, const std::string& where, bool gpus_given, Scenario* s) {
+  ClusterConfig* c = &s->cluster;
+  c->gpus_per_node = s->hardware.gpus;
+  if (!j.is_object()) return Status::InvalidArgument(where + ": 'cluster' must be an object");
+  JsonFields f(j, where + ": cluster");
+  SIMREPLAY_RETURN_IF_ERROR(
+      CheckKnownKeys(j, {"nodes", "gpus_per_node", "topology", "fat_tree", "network", "intra_node", "stragglers"}, f));
+  SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "nodes", &c->nodes, 1, 1024));
+  SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "gpus_per_node", &c->gpus_per_node, 1, 64));
+  if (gpus_given && f.Has("gpus_per_node") && c->gpus_per_node != s->hardware.gpus) {
+    return f.Error(fmt::format("'gpus_per_node' ({}) contradicts hardware.gpus ({}): give one of them",
+                               c->gpus_per_node, s->hardware.gpus));
+  }
+  s->hardware.gpus = c->gpus_per_node;
+  if (c->Ranks() > 65536) return f.Error(fmt::format("{} ranks: at most 65536 are simulated", c->Ranks()));
+  SIMREPLAY_RETURN_IF_ERROR(GetEnum(f, "topology", kTopologyNames, &c->topology));
+  if (j.contains("fat_tree")) {
+    if (c->topology != Topology::kFatTree) return f.Error("'fat_tree' given but 'topology' is not \"fat-tree\"");
+    if (!j["fat_tree"].is_object()) return f.Error("'fat_tree' must be an object");
+    JsonFields t(j["fat_tree"], where + ": cluster.fat_tree");
+    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(j["fat_tree"], {"nodes_per_switch", "oversubscription"}, t));
+    SIMREPLAY_RETURN_IF_ERROR(GetIntIn(t, "nodes_per_switch", &c->fat_tree_nodes_per_switch, 1, 4096));
+    SIMREPLAY_RETURN_IF_ERROR(GetPositive(t, "oversubscription", &c->fat_tree_oversubscription, 4096));
+    if (c->fat_tree_oversubscription < 1) return t.Error("'oversubscription' must be >= 1 (down:up capacity)");
+  }
+  if (c->topology == Topology::kFatTree) {
+    const double spines = c->fat_tree_nodes_per_switch / c->fat_tree_oversubscription;
+    if (spines < 1 || std::abs(spines - std::round(spines)) > 1e-9) {
+      return f.Error(fmt::format(
+          "fat_tree: nodes_per_switch / oversubscription must be a whole number of spine switches, found {} / {:g}",
+          c->fat_tree_nodes_per_switch, c->fat_tree_oversubscription));
+    }
+  }
+  if (j.contains("network")) SIMREPLAY_RETURN_IF_ERROR(ParseNetwork(j["network"], where, c));
+  if (j.contains("intra_node")) SIMREPLAY_RETURN_IF_ERROR(ParseIntraNode(j["intra_node"], where, c));
+  if (j.contains("stragglers")) SIMREPLAY_RETURN_IF_ERROR(ParseStragglers(j["stragglers"], where, c));
+  return Status::Ok();
+}
+
+Status ParseCollective(const nlohmann::json& j, const std::string& where, CollectiveConfig* c) {
+  if (!j.is_object()) return Status::InvalidArgument(where + ": 'collective' must be an object");
+  JsonFields f(j, where + ": collective");
+  SIMREPLAY_RETURN_IF_ERROR(
+      CheckKnownKeys(j, {"algorithm", "gradient_bytes", "bucket_bytes", "overlap", "sharding", "fidelity"}, f));
+  SIMREPLAY_RETURN_IF_ERROR(GetEnum(f, "algorithm", kAlgorithmNames, &c->algorithm));
+  if (f.Has("gradient_bytes")) SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(f, "gradient_bytes", &c->gradient_bytes, 1e15));
+  SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(f, "bucket_bytes", &c->bucket_bytes, 1e15));
+  SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(f, "overlap", &c->overlap, 1));
+  SIMREPLAY_RETURN_IF_ERROR(GetEnum(f, "sharding", kShardingNames, &c->sharding));
+  SIMREPLAY_RETURN_IF_ERROR(GetEnum(f, "fidelity", kFidelityNames, &c->fidelity));
+  if (c->gradient_bytes > 0 && c->bucket_bytes > 0 && c->gradient_bytes / c->bucket_bytes > 100000) {
+    return f.Error(fmt::format("{:g} buckets per step: at most 100000 (raise 'bucket_bytes')",
+                               std::ceil(c->gradient_bytes / c->bucket_bytes)));
+  }
+  return Status::Ok();
+}
+
+Status ParseStorage(const nlohmann::json& j, const std::string& where, StorageConfig* c) {
+  if (!j.is_object()) return Status::InvalidArgument(where + ": 'storage' must be an object");
+  JsonFields f(j, where + ": storage");
+  SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(j, {"kind", "aggregate_bytes_per_s", "latency_s"}, f));
+  SIMREPLAY_RETURN_IF_ERROR(GetEnum(f, "kind", kStorageKindNames, &c->kind));
+  SIMREPLAY_RETURN_IF_ERROR(GetPositive(f, "aggregate_bytes_per_s", &c->aggregate_bytes_per_s, 1e15));
+  return GetNonNegative(f, "latency_s", &c->latency_s, 10);
+}
+
 // Sets a dotted path ("loader.num_workers") inside a JSON object, creating objects on the way.
 Status SetDotted(nlohmann::json* root, const std::string& dotted, const nlohmann::json& value, const JsonFields& f) {
   nlohmann::json* node = root;
@@ -89,6 +238,10 @@ Status SetDotted(nlohmann::json* root, const std::string& dotted, const nlohmann
 }
 
 }  // namespace
+
+const char* TopologyName(Topology t) { return kTopologyNames[static_cast<size_t>(t)]; }
+const char* AlgorithmName(CollectiveAlgorithm a) { return kAlgorithmNames[static_cast<size_t>(a)]; }
+const char* StorageKindName(StorageKind k) { return kStorageKindNames[static_cast<size_t>(k)]; }
 
 std::string DirectoryOf(const std::string& path) {
   auto slash = path.rfind('/');
@@ -115,7 +268,8 @@ Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& wh
   if (model.empty() && trace.empty()) return f.Error("needs \"model\" or \"trace\" (or both)");
   s.model_path = Resolve(base_dir, model);
   s.trace_path = Resolve(base_dir, trace);
-  for (const char* section : {"data", "loader", "hardware", "train", "replay", "outputs"}) {
+  for (const char* section :
+       {"data", "loader", "hardware", "train", "replay", "outputs", "cluster", "collective", "storage"}) {
     if (json.contains(section) && !json[section].is_object()) {
       return f.Error(std::string("'") + section + "' must be an object");
     }
@@ -131,6 +285,15 @@ Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& wh
     SIMREPLAY_RETURN_IF_ERROR(h.GetOptionalDouble("background_threads", &s.hardware.background_threads));
     if (s.hardware.background_threads > 4096) return h.Error("'background_threads' too large");
   }
+  s.cluster.gpus_per_node = s.hardware.gpus;
+  if (json.contains("cluster")) {
+    const bool gpus_given = json.contains("hardware") && json["hardware"].contains("gpus");
+    SIMREPLAY_RETURN_IF_ERROR(ParseCluster(json["cluster"], where, gpus_given, &s));
+  }
+  // A single node keeps the one-node alpha-beta estimate; a cluster sends its gradients over the network.
+  if (s.cluster.nodes > 1) s.collective.algorithm = CollectiveAlgorithm::kRing;
+  if (json.contains("collective")) SIMREPLAY_RETURN_IF_ERROR(ParseCollective(json["collective"], where, &s.collective));
+  if (json.contains("storage")) SIMREPLAY_RETURN_IF_ERROR(ParseStorage(json["storage"], where, &s.storage));
   if (json.contains("data")) {
     JsonFields d(json["data"], where + ": data");
     SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(json["data"], {"format"}, d));

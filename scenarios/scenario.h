@@ -25,7 +25,7 @@ struct LoaderConfig {
 
 struct HardwareConfig {
   int cpu_cores = 0;               // 0: the cores recorded in the trace's manifest, else 8
-  int gpus = 1;                    // GPU ranks on the node, one DataLoader each
+  int gpus = 1;                    // GPU ranks per node, one DataLoader each (= cluster.gpus_per_node)
   double background_threads = -1;  // busy cores taken by other processes; < 0: the model's value
 };
 
@@ -35,6 +35,50 @@ struct TrainConfig {
   double step_time_s = -1;      // >= 0 overrides the model's GPU step time (one micro-batch)
   int grad_accum = 1;           // micro-batches per optimizer step
   int64_t dataset_samples = 0;  // samples per epoch (all ranks); 0 = distinct samples in the trace
+};
+
+// Multi-node keys (docs/scenario-format.md, "Clusters"). Mode strings are parsed into enums here so
+// that the simulator never compares strings in its inner loops.
+enum class Topology { kStar, kFatTree };
+enum class CollectiveAlgorithm { kAnalytic, kRing, kTree, kHierarchical };
+enum class Sharding { kNone, kFull };
+enum class CollectiveFidelity { kAggregated, kPerMessage };
+enum class StorageKind { kLocal, kShared };
+
+struct StragglerConfig {
+  int node = 0;
+  double gpu_step_scale = 1.0;   // step time on this node's GPUs = step x this
+  double cpu_speed_scale = 1.0;  // this node's core speed = model's core speed x this
+};
+
+struct ClusterConfig {
+  int nodes = 1;
+  int gpus_per_node = 1;  // resolved: cluster.gpus_per_node, else hardware.gpus
+  Topology topology = Topology::kStar;
+  int fat_tree_nodes_per_switch = 8;     // leaf switch radix towards nodes (fat-tree only)
+  double fat_tree_oversubscription = 1;  // down / up capacity of a leaf switch (fat-tree only)
+  double nic_bytes_per_s = 12.5e9;       // one NIC, each direction (full duplex)
+  double nic_latency_s = 5e-6;
+  int nics_per_node = 1;
+  double intra_node_bytes_per_s = 300e9;  // GPU-to-GPU inside a node (NVLink), each direction, per GPU
+  double intra_node_latency_s = 2e-6;
+  std::vector<StragglerConfig> stragglers;
+  int Ranks() const { return nodes * gpus_per_node; }
+};
+
+struct CollectiveConfig {
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAnalytic;  // default: ring when nodes > 1
+  double gradient_bytes = -1;  // bytes reduced per optimizer step; < 0: the model's collective.gradient_bytes
+  double bucket_bytes = 0;     // DDP bucket size; 0: one bucket holding every gradient
+  double overlap = 0;          // fraction of the GPU step that is backward (buckets go out during it)
+  Sharding sharding = Sharding::kNone;
+  CollectiveFidelity fidelity = CollectiveFidelity::kAggregated;
+};
+
+struct StorageConfig {
+  StorageKind kind = StorageKind::kLocal;
+  double aggregate_bytes_per_s = 2e9;  // shared: the file system's total read bandwidth
+  double latency_s = 1e-3;             // shared: per request
 };
 
 struct Scenario {
@@ -47,6 +91,9 @@ struct Scenario {
   std::string data_format;                 // container to simulate (files, tar, lmdb, hdf5); "" = as captured
   std::string replay_order = "recorded";   // recorded | shuffled
   std::string replay_fidelity = "sample";  // sample: one activity per sample stage; batch: per batch
+  ClusterConfig cluster;
+  CollectiveConfig collective;
+  StorageConfig storage;
   uint64_t seed = 0;
   int64_t timeline_max_events = 200000;
   nlohmann::json resolved;  // the scenario as simulated (no sweep), for result.json
@@ -57,6 +104,11 @@ struct SweepPoint {
   std::vector<std::pair<std::string, nlohmann::json>> axes;
   Scenario scenario;
 };
+
+// Names as written in scenario files and results.
+const char* TopologyName(Topology t);
+const char* AlgorithmName(CollectiveAlgorithm a);
+const char* StorageKindName(StorageKind k);
 
 // Loads, validates and resolves a scenario file.
 Result<nlohmann::json> LoadScenarioJson(const std::string& path);

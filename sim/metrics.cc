@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "models/cluster_topology.h"
+
 namespace simreplay::sim {
 
 double Round9(double value) {
@@ -30,66 +32,257 @@ nlohmann::json Distribution(std::vector<double> values) {
           {"max", Round9(values.back())}};
 }
 
-Bottleneck FindBottleneck(const SimInput& input, const SimRawStats& s) {
+namespace {
+
+// The figures the verdict rules read, each a fraction of the run unless its name says otherwise.
+struct Signals {
+  int ranks = 1, nodes = 1, workers = 0, cores = 1;
+  double gpu_busy = 0, cpu_util = 0, storage_busy = 0, collective = 0, h2d = 0, main_busy = 0, pin_busy = 0,
+         worker_busy = 0, restart = 0, exposed_comm = 0;
+  double nic_util_while_communicating = 0;  // NIC bytes / (NIC capacity x mean collective time per rank)
+  double storage_link_util = 0;             // shared storage: its aggregate link over the run
+  double slowest_over_fastest_gpu = 1;      // per-rank GPU busy time, slowest rank / fastest rank
+  int slowest_rank = 0;
+  bool storage_model = false, shared_storage = false, persistent_workers = false;
+  bool network_collective = false;  // the collectives run as network flows (not the analytic estimate)
+  int64_t per_rank_samples = 0, batches_per_epoch = 0;
+  int batch_size = 1;
+  double time_to_first_batch_s = 0, epoch_boundary_stall_s = 0;
+};
+
+std::string Pct(double f) { return fmt::format("{:.1f}%", 100 * f); }
+
+Signals Measure(const SimInput& input, const SimRawStats& s) {
+  Signals g;
   const double T = std::max(s.makespan_s, 1e-12);
-  const int ranks = input.scenario.hardware.gpus;
-  const int workers = input.scenario.loader.num_workers;
-  const double gpu_busy = s.gpu_busy_s / (ranks * T);
-  const double cpu_util = s.cpu_busy_core_s / (input.cpu_cores * T);
-  const double storage_busy = s.storage_busy_s / T;
-  const double collective = s.collective_s / (ranks * T);
-  const double h2d = s.h2d_s / (ranks * T);
-  const double main_busy = s.main_busy_s / (ranks * T);
-  const double pin_busy = s.pin_busy_s / (ranks * T);
-  const double worker_busy = workers > 0 ? s.worker_busy_s / (s.worker_count * T) : 0.0;
-  auto pct = [](double f) { return fmt::format("{:.1f}%", 100 * f); };
-  if (gpu_busy >= 0.9) {
-    return {"gpu_compute", "GPU busy " + pct(gpu_busy) + " of the run: the input pipeline keeps up"};
+  g.nodes = input.scenario.cluster.nodes;
+  g.ranks = g.nodes * input.scenario.hardware.gpus;
+  g.workers = input.scenario.loader.num_workers;
+  g.cores = input.cpu_cores;
+  g.gpu_busy = s.gpu_busy_s / (g.ranks * T);
+  g.cpu_util = s.cpu_busy_core_s / (input.cpu_cores * g.nodes * T);
+  g.storage_busy = s.storage_busy_s / T;
+  g.collective = s.collective_s / (g.ranks * T);
+  g.h2d = s.h2d_s / (g.ranks * T);
+  g.main_busy = s.main_busy_s / (g.ranks * T);
+  g.pin_busy = s.pin_busy_s / (g.ranks * T);
+  g.worker_busy = g.workers > 0 ? s.worker_busy_s / (s.worker_count * T) : 0.0;
+  g.restart = (s.time_to_first_batch_s + s.epoch_boundary_stall_s) / T;
+  g.exposed_comm = s.exposed_comm_s / (g.ranks * T);
+  const auto& nic = s.link_load[static_cast<size_t>(models::LinkClass::kNic)];
+  const double comm_s = s.collective_s / g.ranks;
+  if (nic.capacity_bytes_per_s > 0 && comm_s > 0) {
+    g.nic_util_while_communicating = nic.bytes / (nic.capacity_bytes_per_s * comm_s);
   }
-  std::string idle = "GPU idle " + pct(1 - gpu_busy) + "; ";
-  if (collective >= 0.25 && collective >= h2d) {
-    return {"collective",
-            idle + "ranks spend " + pct(collective) + " in barrier + all-reduce (slowest rank sets the pace)"};
+  const auto& storage = s.link_load[static_cast<size_t>(models::LinkClass::kStorage)];
+  // The storage link is only read from: its capacity counts one direction.
+  if (storage.capacity_bytes_per_s > 0) g.storage_link_util = storage.bytes / (storage.capacity_bytes_per_s / 2 * T);
+  double fastest = 0, slowest = 0;
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    const double busy = s.ranks[r].gpu_busy_s;
+    if (r == 0 || busy < fastest) fastest = busy;
+    if (r == 0 || busy > slowest) {
+      slowest = busy;
+      g.slowest_rank = static_cast<int>(r);
+    }
   }
-  if (cpu_util >= 0.85) {
-    return {"cpu", idle + "CPU cores " + pct(cpu_util) + " busy on " + std::to_string(input.cpu_cores) +
-                       " cores: decode/augment is CPU-bound; more workers will not help, faster or more cores will"};
-  }
-  if (input.model.storage.mode == "model" && storage_busy >= 0.85) {
-    return {"storage", idle + "storage busy " + pct(storage_busy) + " of the run"};
-  }
-  if (workers == 0) {
-    return {"main_process_loading",
-            idle + "num_workers=0: the training loop loads every batch itself (" + pct(main_busy) + " of the run)"};
-  }
-  if (pin_busy >= 0.85) return {"pin_memory", idle + "pin thread busy " + pct(pin_busy)};
-  if (main_busy >= 0.5) return {"main_process", idle + "main process busy " + pct(main_busy) + " receiving batches"};
-  if (h2d >= 0.3) return {"h2d", idle + "host-to-device copies take " + pct(h2d) + " of the run"};
-  const double restart = (s.time_to_first_batch_s + s.epoch_boundary_stall_s) / T;
-  if (restart >= 0.2) {
-    return {
-        "epoch_restarts",
-        idle + fmt::format(
-                   "{} of the run waits for the first batch of an epoch (start-up {:.3f} s, "
-                   "later epochs {:.3f} s){}",
-                   pct(restart), s.time_to_first_batch_s, s.epoch_boundary_stall_s,
-                   input.scenario.loader.persistent_workers ? "" : ": persistent_workers=true avoids the restarts")};
-  }
-  if (worker_busy >= 0.8) {
-    return {"workers", idle + "each worker busy " + pct(worker_busy) + " with CPU " + pct(cpu_util) +
-                           " used: too few workers for the step time"};
-  }
-  if (gpu_busy < 0.5 && worker_busy < 0.5) {
-    return {"startup_or_latency", idle + "workers busy only " + pct(worker_busy) +
-                                      ": time goes to worker start-up, epoch boundaries or head-of-line waits"};
-  }
-  return {"balanced",
-          idle + "no single stage above its threshold (workers " + pct(worker_busy) + ", CPU " + pct(cpu_util) + ")"};
+  if (fastest > 0) g.slowest_over_fastest_gpu = slowest / fastest;
+  g.storage_model = input.model.storage.mode == "model";
+  g.shared_storage = input.scenario.storage.kind == scenarios::StorageKind::kShared;
+  g.persistent_workers = input.scenario.loader.persistent_workers;
+  g.network_collective = input.scenario.collective.algorithm != scenarios::CollectiveAlgorithm::kAnalytic;
+  g.per_rank_samples = s.per_rank_samples;
+  g.batches_per_epoch = s.batches_per_epoch;
+  g.batch_size = input.scenario.loader.batch_size;
+  g.time_to_first_batch_s = s.time_to_first_batch_s;
+  g.epoch_boundary_stall_s = s.epoch_boundary_stall_s;
+  return g;
 }
+
+// Named thresholds of the verdict rules (docs/result-format.md, "bottleneck"). Each is the share of
+// the run (or a ratio) at which a stage is called the limit; they were chosen so that a stage named
+// is one whose relief would change throughput, not tuned on a data set.
+constexpr double kGpuBound = 0.90;               // GPU busy: the input pipeline keeps up
+constexpr double kStragglerRatio = 1.10;         // slowest rank's GPU time / fastest rank's
+constexpr double kStragglerWait = 0.10;          // ... while ranks spend this share in collectives (waiting)
+constexpr double kSharedStorageBusy = 0.70;      // shared storage link busy over the run
+constexpr double kExposedComm = 0.15;            // communication not hidden under backward
+constexpr double kNicWhileCommunicating = 0.50;  // NIC busy while collectives run: bandwidth-bound
+constexpr double kCollectiveShare = 0.25;        // barrier + collective share (one node, alpha-beta)
+constexpr double kCpuSaturated = 0.85;
+constexpr double kStorageSaturated = 0.85;
+constexpr double kPinSaturated = 0.85;
+constexpr double kMainBusy = 0.50;
+constexpr double kH2dShare = 0.30;
+constexpr double kRestartShare = 0.20;
+constexpr double kWorkersBusy = 0.80;
+constexpr double kLowActivity = 0.50;
+
+struct Rule {
+  const char* stage;
+  bool (*applies)(const Signals&);
+  std::string (*evidence)(const Signals&);
+};
+
+// First match wins: the order is part of the definition (docs/result-format.md lists it).
+const std::vector<Rule>& Rules() {
+  static const std::vector<Rule> rules = {
+      {"gpu_compute", [](const Signals& g) { return g.gpu_busy >= kGpuBound; },
+       [](const Signals& g) { return "GPU busy " + Pct(g.gpu_busy) + " of the run: the input pipeline keeps up"; }},
+      {"epoch_every_step", [](const Signals& g) { return g.batches_per_epoch <= 1; },
+       [](const Signals& g) {
+         return fmt::format(
+             "each rank's share of the dataset is {} samples for batch_size {} ({} ranks): every step is a whole "
+             "epoch, so every step restarts the DataLoader; give more samples (train.dataset_samples) or fewer ranks",
+             g.per_rank_samples, g.batch_size, g.ranks);
+       }},
+      {"straggler",
+       [](const Signals& g) {
+         return g.ranks > 1 && g.slowest_over_fastest_gpu >= kStragglerRatio && g.collective >= kStragglerWait;
+       },
+       [](const Signals& g) {
+         return fmt::format(
+             "rank {} computes {:.2f}x as long as the fastest rank and the others wait for it: ranks spend {} of the "
+             "run in collectives (a synchronous step runs at the slowest rank's pace)",
+             g.slowest_rank, g.slowest_over_fastest_gpu, Pct(g.collective));
+       }},
+      {"shared_storage", [](const Signals& g) { return g.shared_storage && g.storage_link_util >= kSharedStorageBusy; },
+       [](const Signals& g) {
+         return "shared storage delivers at " + Pct(g.storage_link_util) +
+                " of its aggregate bandwidth over the run: all nodes' loaders compete for it";
+       }},
+      {"network",
+       [](const Signals& g) {
+         return g.network_collective && g.exposed_comm >= kExposedComm &&
+                g.nic_util_while_communicating >= kNicWhileCommunicating;
+       },
+       [](const Signals& g) {
+         return "communication not hidden under backward takes " + Pct(g.exposed_comm) +
+                " of the run and the NICs run at " + Pct(g.nic_util_while_communicating) +
+                " of capacity while collectives are in flight: bandwidth-bound";
+       }},
+      {"collective", [](const Signals& g) { return g.network_collective && g.exposed_comm >= kExposedComm; },
+       [](const Signals& g) {
+         return "communication not hidden under backward takes " + Pct(g.exposed_comm) +
+                " of the run with the NICs at " + Pct(g.nic_util_while_communicating) +
+                " while collectives run: latency and synchronisation, not bandwidth (algorithm, bucket size)";
+       }},
+      {"collective", [](const Signals& g) { return g.collective >= kCollectiveShare && g.collective >= g.h2d; },
+       [](const Signals& g) {
+         return "ranks spend " + Pct(g.collective) + " in barrier + all-reduce (slowest rank sets the pace)";
+       }},
+      {"cpu", [](const Signals& g) { return g.cpu_util >= kCpuSaturated; },
+       [](const Signals& g) {
+         return "CPU cores " + Pct(g.cpu_util) + " busy on " + std::to_string(g.cores) +
+                " cores: decode/augment is CPU-bound; more workers will not help, faster or more cores will";
+       }},
+      {"storage", [](const Signals& g) { return g.storage_model && g.storage_busy >= kStorageSaturated; },
+       [](const Signals& g) { return "storage busy " + Pct(g.storage_busy) + " of the run"; }},
+      {"main_process_loading", [](const Signals& g) { return g.workers == 0; },
+       [](const Signals& g) {
+         return "num_workers=0: the training loop loads every batch itself (" + Pct(g.main_busy) + " of the run)";
+       }},
+      {"pin_memory", [](const Signals& g) { return g.pin_busy >= kPinSaturated; },
+       [](const Signals& g) { return "pin thread busy " + Pct(g.pin_busy); }},
+      {"main_process", [](const Signals& g) { return g.main_busy >= kMainBusy; },
+       [](const Signals& g) { return "main process busy " + Pct(g.main_busy) + " receiving batches"; }},
+      {"h2d", [](const Signals& g) { return g.h2d >= kH2dShare; },
+       [](const Signals& g) { return "host-to-device copies take " + Pct(g.h2d) + " of the run"; }},
+      {"epoch_restarts", [](const Signals& g) { return g.restart >= kRestartShare; },
+       [](const Signals& g) {
+         return fmt::format(
+             "{} of the run waits for the first batch of an epoch (start-up {:.3f} s, later epochs {:.3f} s){}",
+             Pct(g.restart), g.time_to_first_batch_s, g.epoch_boundary_stall_s,
+             g.persistent_workers ? "" : ": persistent_workers=true avoids the restarts");
+       }},
+      {"workers", [](const Signals& g) { return g.worker_busy >= kWorkersBusy; },
+       [](const Signals& g) {
+         return "each worker busy " + Pct(g.worker_busy) + " with CPU " + Pct(g.cpu_util) +
+                " used: too few workers for the step time";
+       }},
+      {"startup_or_latency", [](const Signals& g) { return g.gpu_busy < kLowActivity && g.worker_busy < kLowActivity; },
+       [](const Signals& g) {
+         return "workers busy only " + Pct(g.worker_busy) +
+                ": time goes to worker start-up, epoch boundaries or head-of-line waits";
+       }},
+      {"balanced", [](const Signals&) { return true; },
+       [](const Signals& g) {
+         return "no single stage above its threshold (workers " + Pct(g.worker_busy) + ", CPU " + Pct(g.cpu_util) + ")";
+       }},
+  };
+  return rules;
+}
+
+}  // namespace
+
+Bottleneck FindBottleneck(const SimInput& input, const SimRawStats& s) {
+  const Signals g = Measure(input, s);
+  for (const Rule& rule : Rules()) {
+    if (!rule.applies(g)) continue;
+    const std::string evidence = rule.evidence(g);
+    // Every verdict but "GPU-bound" leads with how idle the GPUs were.
+    if (std::string(rule.stage) == "gpu_compute") return {rule.stage, evidence};
+    return {rule.stage, "GPU idle " + Pct(1 - g.gpu_busy) + "; " + evidence};
+  }
+  return {"balanced", ""};  // unreachable: the last rule always applies
+}
+
+namespace {
+
+// Per-node and per-rank figures, collective and exposed communication, link utilisation per class.
+nlohmann::json ClusterMetrics(const SimInput& input, const SimRawStats& s) {
+  const double T = std::max(s.makespan_s, 1e-12);
+  const auto& c = input.scenario.cluster;
+  nlohmann::json j = nlohmann::json::object();
+  j["nodes"] = c.nodes;
+  j["gpus_per_node"] = input.scenario.hardware.gpus;
+  j["ranks"] = static_cast<int64_t>(s.ranks.size());
+  j["topology"] = scenarios::TopologyName(c.topology);
+  j["collective_algorithm"] = scenarios::AlgorithmName(input.scenario.collective.algorithm);
+  j["storage_kind"] = scenarios::StorageKindName(input.scenario.storage.kind);
+  j["exposed_comm_time_s"] = Round9(s.exposed_comm_s);
+  j["exposed_comm_fraction"] =
+      Round9(s.exposed_comm_s / (static_cast<double>(std::max<size_t>(s.ranks.size(), 1)) * T));
+  nlohmann::json links = nlohmann::json::object();
+  for (int k = 0; k < models::kLinkClassCount; ++k) {
+    const auto& load = s.link_load[static_cast<size_t>(k)];
+    if (load.links == 0) continue;
+    links[models::LinkClassName(static_cast<models::LinkClass>(k))] = {
+        {"links", load.links},
+        {"bytes", Round9(load.bytes)},
+        {"utilization", Round9(load.capacity_bytes_per_s > 0 ? load.bytes / (load.capacity_bytes_per_s * T) : 0)}};
+  }
+  j["link_utilization"] = links;
+  nlohmann::json nodes = nlohmann::json::array();
+  for (size_t n = 0; n < s.nodes.size(); ++n) {
+    const auto& node = s.nodes[n];
+    nodes.push_back({{"node", static_cast<int64_t>(n)},
+                     {"cpu_utilization", Round9(std::min(1.0, node.cpu_busy_core_s / (input.cpu_cores * T)))},
+                     {"storage_read_bytes_per_s", Round9(static_cast<double>(node.storage_read_bytes) / T)},
+                     {"peak_host_memory_bytes", Round9(node.peak_host_memory_bytes)}});
+  }
+  j["per_node"] = nodes;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    const auto& rank = s.ranks[r];
+    ranks.push_back({{"rank", static_cast<int64_t>(r)},
+                     {"node", rank.node},
+                     {"gpu_idle_fraction", Round9(std::clamp(1.0 - rank.gpu_busy_s / T, 0.0, 1.0))},
+                     {"data_wait_s", Round9(rank.wait_s)},
+                     {"collective_time_s", Round9(rank.collective_s)},
+                     {"exposed_comm_time_s", Round9(rank.exposed_comm_s)},
+                     {"samples", rank.samples}});
+  }
+  j["per_rank"] = ranks;
+  return j;
+}
+
+}  // namespace
 
 nlohmann::json SummarizeMetrics(const SimInput& input, const SimRawStats& full) {
   const double T = std::max(full.makespan_s, 1e-12);
-  const int ranks = input.scenario.hardware.gpus;
+  const int nodes = input.scenario.cluster.nodes;
+  const int ranks = nodes * input.scenario.hardware.gpus;
   Bottleneck bottleneck = FindBottleneck(input, full);
   nlohmann::json m = nlohmann::json::object();
   m["train_throughput_samples_per_s"] = Round9(static_cast<double>(full.samples_consumed) / T);
@@ -101,7 +294,7 @@ nlohmann::json SummarizeMetrics(const SimInput& input, const SimRawStats& full) 
   m["peak_host_memory_bytes"] = Round9(full.peak_host_memory_bytes);
   m["worker_pss_bytes"] = Round9(input.model.memory.worker_base_pss_bytes);
   m["storage_read_bytes_per_s"] = Round9(static_cast<double>(full.storage_read_bytes) / T);
-  m["cpu_utilization"] = Round9(std::min(1.0, full.cpu_busy_core_s / (input.cpu_cores * T)));
+  m["cpu_utilization"] = Round9(std::min(1.0, full.cpu_busy_core_s / (input.cpu_cores * nodes * T)));
   m["h2d_time_s"] = Round9(full.h2d_s);
   m["collective_time_s"] = Round9(full.collective_s);
   m["queue_wait_s"] = Distribution(full.queue_wait_s);
@@ -113,6 +306,9 @@ nlohmann::json SummarizeMetrics(const SimInput& input, const SimRawStats& full) 
   m["optimizer_steps"] = static_cast<int64_t>(full.step_s.size());
   m["worker_starts"] = full.worker_starts;
   m["bottleneck"] = {{"stage", bottleneck.stage}, {"evidence", bottleneck.evidence}};
+  if (ranks > 1 || input.scenario.storage.kind == scenarios::StorageKind::kShared) {
+    m["cluster"] = ClusterMetrics(input, full);
+  }
   return m;
 }
 
@@ -134,6 +330,30 @@ nlohmann::json RawStatsToJson(const SimRawStats& s) {
           {"pin_busy_s", s.pin_busy_s},
           {"storage_read_bytes", s.storage_read_bytes},
           {"peak_host_memory_bytes", s.peak_host_memory_bytes},
-          {"worker_starts", s.worker_starts}};
+          {"worker_starts", s.worker_starts},
+          {"exposed_comm_s", s.exposed_comm_s},
+          {"rank_gpu_busy_s",
+           [&] {
+             std::vector<double> v;
+             for (const auto& r : s.ranks) v.push_back(r.gpu_busy_s);
+             return v;
+           }()},
+          {"rank_collective_s",
+           [&] {
+             std::vector<double> v;
+             for (const auto& r : s.ranks) v.push_back(r.collective_s);
+             return v;
+           }()},
+          {"node_storage_read_bytes",
+           [&] {
+             std::vector<int64_t> v;
+             for (const auto& n : s.nodes) v.push_back(n.storage_read_bytes);
+             return v;
+           }()},
+          {"link_bytes", [&] {
+             std::vector<double> v;
+             for (const auto& l : s.link_load) v.push_back(l.bytes);
+             return v;
+           }()}};
 }
 }  // namespace simreplay::sim

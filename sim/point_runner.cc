@@ -27,7 +27,8 @@ bool SameConfiguration(const scenarios::Scenario& s, const nlohmann::json& manif
          (s.loader.num_workers == 0 ||
           ManifestInt(manifest, "loader", "prefetch_factor", 2) == s.loader.prefetch_factor) &&
          ManifestBool(manifest, "loader", "pin_memory") == s.loader.pin_memory &&
-         ManifestBool(manifest, "loader", "persistent_workers") == s.loader.persistent_workers && s.hardware.gpus == 1;
+         ManifestBool(manifest, "loader", "persistent_workers") == s.loader.persistent_workers &&
+         s.hardware.gpus == 1 && s.cluster.nodes == 1;
 }
 
 bool Contains(const nlohmann::json& list, const nlohmann::json& value) {
@@ -191,7 +192,8 @@ std::vector<IsolatedJob> MakeJobs(const PreparedPoint& point, const std::string&
     auto stats = RunSimulation(input);
     if (!stats.ok()) return stats.status();
     if (!timeline_path.empty()) {
-      std::string text = TimelineToJson(*stats, input.scenario.hardware.gpus, input.scenario.loader.num_workers,
+      std::string text = TimelineToJson(*stats, input.scenario.hardware.gpus * input.scenario.cluster.nodes,
+                                        input.scenario.hardware.gpus, input.scenario.loader.num_workers,
                                         input.scenario.loader.pin_memory, point.accelerator);
       // The parent renames this into place only when the whole command succeeds.
       Status s = WriteFileAtomically(timeline_path, text);

@@ -2,6 +2,7 @@
 // fork-per-point runner, tests) do not depend on SimGrid.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,7 +36,34 @@ struct TimelineEvent {
 inline constexpr int32_t kTrackMain = 0;
 inline constexpr int32_t kTrackPin = 1;
 inline constexpr int32_t kTrackGpu = 2;
+inline constexpr int32_t kTrackComm = 3;  // gradient buckets' collectives (the communication stream)
 inline constexpr int32_t kTrackWorker0 = 10;
+
+// One rank's totals (multi-rank results; docs/result-format.md "cluster").
+struct RankStats {
+  int32_t node = 0;
+  double gpu_busy_s = 0;
+  double wait_s = 0;          // sum of next() waits
+  double collective_s = 0;    // inside collectives, barrier waits included
+  double exposed_comm_s = 0;  // optimizer-step time after the backward pass ended (not hidden by it)
+  int64_t samples = 0;
+};
+
+// One node's totals.
+struct NodeStats {
+  double cpu_busy_core_s = 0;
+  double storage_busy_s = 0;
+  int64_t storage_read_bytes = 0;
+  double peak_host_memory_bytes = 0;
+  double memory_bytes = 0;  // current (during the run)
+};
+
+// Bytes carried and capacity of one class of links (models::LinkClass order), both directions.
+struct LinkClassLoad {
+  double bytes = 0;
+  double capacity_bytes_per_s = 0;  // summed over the class's links and directions
+  int links = 0;
+};
 
 // Everything measured inside one run, before it is summarised into metrics.
 struct SimRawStats {
@@ -62,6 +90,13 @@ struct SimRawStats {
   int64_t worker_starts = 0;
   std::vector<TimelineEvent> timeline;
   bool timeline_truncated = false;
+  // Cluster figures (one entry per rank / node; link classes in models::LinkClass order).
+  std::vector<RankStats> ranks;
+  std::vector<NodeStats> nodes;
+  std::array<LinkClassLoad, 5> link_load{};
+  double exposed_comm_s = 0;     // sum over ranks
+  int64_t per_rank_samples = 0;  // DistributedSampler's samples per rank per epoch
+  int64_t batches_per_epoch = 0;
 };
 
 }  // namespace simreplay::sim

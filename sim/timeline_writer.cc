@@ -16,16 +16,24 @@ void AppendThreadName(std::string* out, int rank, int track, const std::string& 
 
 }  // namespace
 
-std::string TimelineToJson(const SimRawStats& stats, int ranks, int workers, bool pin_memory,
+std::string TimelineToJson(const SimRawStats& stats, int ranks, int gpus_per_node, int workers, bool pin_memory,
                            const std::string& accelerator_label) {
   std::string out = "{\"traceEvents\":[\n";
   for (int r = 0; r < ranks; ++r) {
-    out +=
-        fmt::format(R"J({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"rank {} (simulated)"}}}},)J", r, r);
+    // One node: "rank r" as before; a cluster: "node n / rank r (local l)", sorted node by node.
+    const std::string name = ranks == gpus_per_node ? fmt::format("rank {} (simulated)", r)
+                                                    : fmt::format("node {} / rank {} (local {}, simulated)",
+                                                                  r / gpus_per_node, r, r % gpus_per_node);
+    out += fmt::format(R"J({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"{}"}}}},)J", r, name);
     out += "\n";
+    if (ranks != gpus_per_node) {
+      out += fmt::format(R"J({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}},)J", r, r);
+      out += "\n";
+    }
     AppendThreadName(&out, r, kTrackMain, "main loop (next, H2D issue)");
     if (pin_memory && workers > 0) AppendThreadName(&out, r, kTrackPin, "pin_memory thread");
     AppendThreadName(&out, r, kTrackGpu, "GPU step (" + accelerator_label + ")");
+    if (ranks != gpus_per_node) AppendThreadName(&out, r, kTrackComm, "collectives (gradient buckets)");
     for (int w = 0; w < workers; ++w) AppendThreadName(&out, r, kTrackWorker0 + w, fmt::format("worker {}", w));
   }
   for (const auto& e : stats.timeline) {

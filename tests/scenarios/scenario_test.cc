@@ -53,6 +53,67 @@ TEST(Scenario, RejectsBadValuesNamingTheField) {
   EXPECT_NE(ErrorOf(j).find("'step_time_s' must be >= 0"), std::string::npos);
 }
 
+TEST(Scenario, ClusterKeysParseWithDefaults) {
+  auto j = Base();
+  j["hardware"] = {{"gpus", 8}};
+  j["cluster"] = nlohmann::json::parse(R"({"nodes": 4, "topology": "star",
+      "network": {"nic_bytes_per_s": 25e9, "nic_latency_s": 3e-6, "nics_per_node": 2},
+      "intra_node": {"bytes_per_s": 400e9, "latency_s": 1e-6},
+      "stragglers": [{"node": 3, "gpu_step_scale": 1.5}]})");
+  j["collective"] = nlohmann::json::parse(
+      R"({"algorithm": "hierarchical", "gradient_bytes": 1e8, "bucket_bytes": 25e6, "overlap": 0.4})");
+  j["storage"] = nlohmann::json::parse(R"({"kind": "shared", "aggregate_bytes_per_s": 2e9, "latency_s": 1e-3})");
+  auto s = ParseScenario(j, "s.json", "/base");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->cluster.nodes, 4);
+  EXPECT_EQ(s->cluster.gpus_per_node, 8);  // from hardware.gpus
+  EXPECT_EQ(s->cluster.Ranks(), 32);
+  EXPECT_EQ(s->cluster.nics_per_node, 2);
+  EXPECT_EQ(s->cluster.intra_node_bytes_per_s, 400e9);
+  ASSERT_EQ(s->cluster.stragglers.size(), 1u);
+  EXPECT_EQ(s->cluster.stragglers[0].node, 3);
+  EXPECT_EQ(s->cluster.stragglers[0].cpu_speed_scale, 1.0);
+  EXPECT_EQ(s->collective.algorithm, CollectiveAlgorithm::kHierarchical);
+  EXPECT_EQ(s->collective.overlap, 0.4);
+  EXPECT_EQ(s->storage.kind, StorageKind::kShared);
+  // Without a "collective" section: analytic on one node, ring on a cluster.
+  auto one = ParseScenario(Base(), "s.json", "/base");
+  EXPECT_EQ(one->collective.algorithm, CollectiveAlgorithm::kAnalytic);
+  auto two = Base();
+  two["cluster"] = {{"nodes", 2}, {"gpus_per_node", 4}};
+  auto parsed = ParseScenario(two, "s.json", "/base");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->collective.algorithm, CollectiveAlgorithm::kRing);
+  EXPECT_EQ(parsed->hardware.gpus, 4);  // hardware.gpus follows cluster.gpus_per_node
+}
+
+TEST(Scenario, ClusterKeysRejectBadValues) {
+  auto error = [](const char* section, const char* text) {
+    auto j = Base();
+    j[section] = nlohmann::json::parse(text);
+    return ErrorOf(j);
+  };
+  EXPECT_NE(error("cluster", R"({"nodes": 0})").find("s.json: cluster: 'nodes' must be in [1, 1024], found 0"),
+            std::string::npos);
+  EXPECT_NE(error("cluster", R"({"topology": "ring"})").find("'topology' must be \"star\" or \"fat-tree\""),
+            std::string::npos);
+  EXPECT_NE(error("cluster", R"({"nodes": 2, "stragglers": [{"node": 2}]})").find("'node' must be in [0, 1]"),
+            std::string::npos);
+  EXPECT_NE(error("cluster", R"({"network": {"nic_bytes_per_s": -1}})").find("cluster.network"), std::string::npos);
+  EXPECT_NE(error("cluster", R"({"topology": "fat-tree", "fat_tree": {"nodes_per_switch": 8, "oversubscription": 3}})")
+                .find("whole number of spine switches"),
+            std::string::npos);
+  EXPECT_NE(error("collective", R"({"algorithm": "butterfly"})").find("'algorithm' must be"), std::string::npos);
+  EXPECT_NE(error("collective", R"({"overlap": 1.5})").find("'overlap' must be in [0, 1]"), std::string::npos);
+  EXPECT_NE(error("storage", R"({"kind": "nfs"})").find("'kind' must be \"local\" or \"shared\""), std::string::npos);
+  EXPECT_NE(error("storage", R"({"aggregate_bytes_per_s": 0})").find("'aggregate_bytes_per_s' must be in (0"),
+            std::string::npos);
+  auto j = Base();
+  j["hardware"] = {{"gpus", 8}};
+  j["cluster"] = {{"gpus_per_node", 4}};
+  EXPECT_NE(ErrorOf(j).find("contradicts hardware.gpus"), std::string::npos);
+}
+
 TEST(Scenario, SweepIsCartesianLastAxisFastest) {
   auto j = Base();
   j["sweep"] = {{"loader.num_workers", {0, 1, 2}}, {"loader.prefetch_factor", {2, 4}}};

@@ -1,0 +1,274 @@
+#include "sim/collectives.h"
+
+#include <algorithm>
+#include <array>
+#include <simgrid/s4u.hpp>
+
+#include "common/check.h"
+
+namespace simreplay::sim {
+
+namespace {
+
+namespace sg4 = simgrid::s4u;
+using scenarios::CollectiveAlgorithm;
+using scenarios::CollectiveFidelity;
+
+class AnalyticCollectives : public Collectives {
+ public:
+  AnalyticCollectives(int ranks, const models::ModelParams& model, double gradient_bytes)
+      : ranks_(ranks),
+        model_(model),
+        gradient_bytes_(gradient_bytes),
+        barrier_(sg4::Barrier::create(static_cast<unsigned>(ranks))) {}
+
+  void Run(int rank, CollectiveOp op, double bytes) override {
+    barrier_->wait();
+    sg4::this_actor::sleep_for(TimeS(op, bytes));
+  }
+
+ private:
+  // The model's alpha-beta ring estimate (models::ModelParams::CollectiveTimeS) for `bytes`; a measured
+  // time per step is shared out in proportion to the bytes.
+  double TimeS(CollectiveOp op, double bytes) const {
+    const auto& c = model_.collective;
+    double full_s;
+    if (c.time_per_step_s > 0) {
+      full_s = gradient_bytes_ > 0 ? c.time_per_step_s * bytes / gradient_bytes_ : c.time_per_step_s;
+    } else {
+      if (bytes <= 0) return 0;
+      const double n = ranks_;
+      full_s = 2.0 * (n - 1) * c.alpha_s + 2.0 * (n - 1) / n * bytes / c.bus_bytes_per_s;
+    }
+    return op == CollectiveOp::kAllReduce ? full_s : full_s / 2;
+  }
+
+  int ranks_;
+  const models::ModelParams& model_;
+  double gradient_bytes_;
+  sg4::BarrierPtr barrier_;
+};
+
+// One ring of a phase: members in ring order, `steps` messages of `fraction_per_step` x S each.
+struct Ring {
+  std::vector<int> members;
+  int steps = 0;
+  double fraction_per_step = 0;
+  double step_latency_s = 0;                // the slowest edge's route latency
+  std::vector<LinkClassCounts> edge_links;  // by position: links crossed from member i to i + 1
+};
+
+struct Flow {
+  int to = 0;
+  double fraction = 0;  // of S
+  LinkClassCounts links{};
+};
+
+// One phase: a set of rings (or tree flows) that run at once; the next phase starts when all are done.
+struct Phase {
+  std::vector<Ring> rings;
+  std::vector<int> ring_of, position;         // by rank: index into rings (-1: none) and place in it
+  std::vector<std::vector<Flow>> tree_flows;  // by rank (tree phases)
+  double tree_extra_latency_s = 0;
+};
+
+class FlowCollectives : public Collectives {
+ public:
+  FlowCollectives(const RunConfig& config, const models::ClusterTopology& topology, const Platform& platform,
+                  std::array<LinkClassLoad, 5>* link_load)
+      : config_(config),
+        topology_(topology),
+        platform_(platform),
+        link_load_(link_load),
+        barrier_(sg4::Barrier::create(static_cast<unsigned>(config.ranks))) {
+    for (int r = 0; r < config.ranks; ++r) received_.push_back(sg4::Semaphore::create(0));
+    for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather}) {
+      plans_[static_cast<size_t>(op)] = Plan(op);
+    }
+  }
+
+  void Run(int rank, CollectiveOp op, double bytes) override {
+    barrier_->wait();  // every rank has its buffer ready
+    for (const Phase& phase : plans_[static_cast<size_t>(op)]) {
+      if (phase.rings.empty() && phase.tree_flows.empty()) continue;  // e.g. one GPU per node
+      if (config_.collective_fidelity == CollectiveFidelity::kPerMessage && phase.tree_flows.empty()) {
+        RunRingMessages(rank, phase, bytes);
+      } else {
+        RunAggregated(rank, phase, bytes);
+      }
+    }
+  }
+
+ private:
+  sg4::Host* Gpu(int rank) const { return platform_.GpuOfRank(rank, config_.gpus_per_node); }
+
+  Ring MakeRing(std::vector<int> members, int steps, double fraction_per_step) const {
+    Ring ring{std::move(members), steps, fraction_per_step, 0, {}};
+    const size_t n = ring.members.size();
+    for (size_t i = 0; i < n && n > 1; ++i) {
+      const auto route =
+          topology_.Route(topology_.GpuVertex(ring.members[i]), topology_.GpuVertex(ring.members[(i + 1) % n]));
+      ring.step_latency_s = std::max(ring.step_latency_s, topology_.RouteLatencyS(route));
+      ring.edge_links.push_back(CountLinkClasses(topology_, route));
+    }
+    return ring;
+  }
+
+  // A ring phase over `groups`: all-reduce (2(n-1) steps) or reduce-scatter / all-gather (n-1 steps)
+  // of `share` x S split into n chunks.
+  Phase RingPhase(const std::vector<std::vector<int>>& groups, CollectiveOp op, double share) const {
+    Phase phase;
+    for (const auto& members : groups) {
+      const int n = static_cast<int>(members.size());
+      if (n <= 1) continue;
+      const int steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
+      phase.rings.push_back(MakeRing(members, steps, share / n));
+    }
+    phase.ring_of.assign(static_cast<size_t>(config_.ranks), -1);
+    phase.position.assign(static_cast<size_t>(config_.ranks), 0);
+    for (size_t i = 0; i < phase.rings.size(); ++i) {
+      const auto& members = phase.rings[i].members;
+      for (size_t p = 0; p < members.size(); ++p) {
+        phase.ring_of[static_cast<size_t>(members[p])] = static_cast<int>(i);
+        phase.position[static_cast<size_t>(members[p])] = static_cast<int>(p);
+      }
+    }
+    return phase;
+  }
+
+  Phase TreePhase() const {
+    const std::vector<int> order = topology_.RingOrder();
+    const int n = config_.ranks;
+    Phase phase;
+    phase.tree_flows.assign(static_cast<size_t>(n), {});
+    int depth = 0;
+    double hop_latency_s = 0;
+    for (const models::BinaryTree& tree : models::DoubleBinaryTree(n)) {
+      depth = std::max(depth, tree.depth);
+      for (int p = 0; p < n; ++p) {
+        const int parent = tree.parent[static_cast<size_t>(p)];
+        if (parent < 0) continue;
+        const int child_rank = order[static_cast<size_t>(p)], parent_rank = order[static_cast<size_t>(parent)];
+        // Each tree carries half the buffer: reduce towards the root, broadcast back.
+        const auto up = topology_.Route(topology_.GpuVertex(child_rank), topology_.GpuVertex(parent_rank));
+        const auto down = topology_.Route(topology_.GpuVertex(parent_rank), topology_.GpuVertex(child_rank));
+        phase.tree_flows[static_cast<size_t>(child_rank)].push_back(
+            {parent_rank, 0.5, CountLinkClasses(topology_, up)});
+        phase.tree_flows[static_cast<size_t>(parent_rank)].push_back(
+            {child_rank, 0.5, CountLinkClasses(topology_, down)});
+        hop_latency_s = std::max(hop_latency_s, topology_.RouteLatencyS(up));
+      }
+    }
+    // The flows pay one hop latency; the pipeline's fill and drain pay the rest of 2 x depth hops.
+    phase.tree_extra_latency_s = std::max(0, 2 * depth - 1) * hop_latency_s;
+    return phase;
+  }
+
+  std::vector<Phase> Plan(CollectiveOp op) const {
+    const int nodes = config_.nodes, gpus = config_.gpus_per_node;
+    if (config_.algorithm == CollectiveAlgorithm::kTree && op == CollectiveOp::kAllReduce && config_.ranks > 1) {
+      return {TreePhase()};
+    }
+    if (config_.algorithm != CollectiveAlgorithm::kHierarchical) {
+      return {RingPhase({topology_.RingOrder()}, op, 1.0)};
+    }
+    std::vector<std::vector<int>> intra(static_cast<size_t>(nodes)), inter(static_cast<size_t>(gpus));
+    for (int r = 0; r < config_.ranks; ++r) {
+      intra[static_cast<size_t>(r / gpus)].push_back(r);
+      inter[static_cast<size_t>(r % gpus)].push_back(r);
+    }
+    // Each inter-node ring carries one local rank's shard: S / gpus.
+    const double shard = 1.0 / gpus;
+    switch (op) {
+      case CollectiveOp::kAllReduce:
+        return {RingPhase(intra, CollectiveOp::kReduceScatter, 1.0), RingPhase(inter, op, shard),
+                RingPhase(intra, CollectiveOp::kAllGather, 1.0)};
+      case CollectiveOp::kReduceScatter:
+        return {RingPhase(intra, op, 1.0), RingPhase(inter, op, shard)};
+      case CollectiveOp::kAllGather:
+        return {RingPhase(inter, op, shard), RingPhase(intra, op, 1.0)};
+    }
+    return {};
+  }
+
+  static const Ring* RingOf(int rank, const Phase& phase, size_t* position) {
+    const int i = phase.ring_of[static_cast<size_t>(rank)];
+    if (i < 0) return nullptr;
+    *position = static_cast<size_t>(phase.position[static_cast<size_t>(rank)]);
+    return &phase.rings[static_cast<size_t>(i)];
+  }
+
+  // Aggregated: one flow per ring edge carrying every step's bytes (or the tree's flows), then the
+  // latency of the steps folded into it; a barrier closes the phase (every piece has arrived).
+  void RunAggregated(int rank, const Phase& phase, double bytes) {
+    std::vector<sg4::CommPtr> sends;
+    double extra_latency_s = 0;
+    if (!phase.tree_flows.empty()) {
+      for (const Flow& f : phase.tree_flows[static_cast<size_t>(rank)]) {
+        sends.push_back(sg4::Comm::sendto_async(Gpu(rank), Gpu(f.to), static_cast<uint64_t>(f.fraction * bytes)));
+        AddLinkBytes(f.links, f.fraction * bytes, link_load_);
+      }
+      extra_latency_s = phase.tree_extra_latency_s;
+    } else {
+      size_t pos = 0;
+      if (const Ring* ring = RingOf(rank, phase, &pos)) {
+        const int next = ring->members[(pos + 1) % ring->members.size()];
+        const double ring_bytes = ring->steps * ring->fraction_per_step * bytes;
+        sends.push_back(sg4::Comm::sendto_async(Gpu(rank), Gpu(next), static_cast<uint64_t>(ring_bytes)));
+        AddLinkBytes(ring->edge_links[pos], ring_bytes, link_load_);
+        extra_latency_s = (ring->steps - 1) * ring->step_latency_s;
+      } else {
+        // Not in any ring this phase (a one-member group): still wait for the others below.
+        extra_latency_s = MaxExtraLatency(phase);
+      }
+    }
+    for (auto& c : sends) c->wait();
+    barrier_->wait();
+    if (extra_latency_s > 0) sg4::this_actor::sleep_for(extra_latency_s);
+  }
+
+  double MaxExtraLatency(const Phase& phase) const {
+    double s = 0;
+    for (const Ring& ring : phase.rings) s = std::max(s, (ring.steps - 1) * ring.step_latency_s);
+    return s;
+  }
+
+  // Per message: step k sends one chunk to the successor and waits for the predecessor's chunk of
+  // step k before step k + 1 (a ring's data dependency), as NCCL's ring does chunk by chunk.
+  void RunRingMessages(int rank, const Phase& phase, double bytes) {
+    size_t pos = 0;
+    const Ring* ring = RingOf(rank, phase, &pos);
+    if (ring != nullptr) {
+      const int next = ring->members[(pos + 1) % ring->members.size()];
+      const auto chunk = static_cast<uint64_t>(ring->fraction_per_step * bytes);
+      for (int step = 0; step < ring->steps; ++step) {
+        sg4::Comm::sendto(Gpu(rank), Gpu(next), chunk);
+        AddLinkBytes(ring->edge_links[pos], static_cast<double>(chunk), link_load_);
+        received_[static_cast<size_t>(next)]->release();
+        received_[static_cast<size_t>(rank)]->acquire();
+      }
+    }
+    barrier_->wait();
+  }
+
+  const RunConfig& config_;
+  const models::ClusterTopology& topology_;
+  const Platform& platform_;
+  std::array<LinkClassLoad, 5>* link_load_;
+  sg4::BarrierPtr barrier_;
+  std::vector<sg4::SemaphorePtr> received_;
+  std::array<std::vector<Phase>, 3> plans_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collectives> MakeCollectives(const RunConfig& config, const models::ClusterTopology& topology,
+                                             const Platform& platform, const models::ModelParams& model,
+                                             std::array<LinkClassLoad, 5>* link_load) {
+  if (config.algorithm == CollectiveAlgorithm::kAnalytic) {
+    return std::make_unique<AnalyticCollectives>(config.ranks, model, config.gradient_bytes);
+  }
+  return std::make_unique<FlowCollectives>(config, topology, platform, link_load);
+}
+
+}  // namespace simreplay::sim

@@ -1,0 +1,40 @@
+// Collective operations behind one interface. Every rank calls Run with the same operations in the
+// same order; Run returns when the operation is complete for that rank. Algorithms:
+//   analytic      - a barrier, then the model's alpha-beta time (no network traffic)
+//   ring          - flat ring over all ranks in topology order
+//   tree          - NCCL's double binary tree (pipelined: reduce and broadcast of both half-size trees
+//                   at once); reduce-scatter and all-gather fall back to the ring, as in NCCL
+//   hierarchical  - intra-node ring reduce-scatter, one inter-node ring per local rank, intra-node
+//                   all-gather
+// The network algorithms issue real SimGrid communications between GPU hosts, so they contend with
+// each other and with storage traffic for links. Aggregated form (default): one flow per ring edge (or
+// tree edge) per phase carrying the algorithm's total bytes, plus the latency of the steps folded
+// into it; per-message form (ring phases only): every ring step as its own message. docs/modelling.md
+// states the difference measured between the two.
+#pragma once
+
+#include <memory>
+
+#include "models/cluster_topology.h"
+#include "models/model_params.h"
+#include "sim/platform.h"
+#include "sim/run_config.h"
+
+namespace simreplay::sim {
+
+enum class CollectiveOp { kAllReduce, kReduceScatter, kAllGather };
+
+class Collectives {
+ public:
+  virtual ~Collectives() = default;
+  // `bytes`: the full buffer (S), not the per-rank shard.
+  virtual void Run(int rank, CollectiveOp op, double bytes) = 0;
+};
+
+// REQUIRES: the platform is built from `topology`; everything outlives the returned object. The
+// network algorithms add the bytes of their flows to `link_load` per link class.
+std::unique_ptr<Collectives> MakeCollectives(const RunConfig& config, const models::ClusterTopology& topology,
+                                             const Platform& platform, const models::ModelParams& model,
+                                             std::array<LinkClassLoad, 5>* link_load);
+
+}  // namespace simreplay::sim

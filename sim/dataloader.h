@@ -1,0 +1,75 @@
+// One rank's PyTorch DataLoader (docs/modelling.md): iterator start (spawn or resume workers, prime
+// P x W tasks), workers that run read -> decode+augment -> collate per task (task k -> worker k mod W),
+// the pin thread (arrival order), and next() with the reorder buffer (head-of-line blocking) that sends
+// one new task per batch handed over. num_workers = 0 loads inline inside next(). Everything it needs
+// from the node goes through the node's own NodeState.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+#include "sim/node_state.h"
+#include "sim/rank_context.h"
+#include "sim/sampler.h"
+#include "sim/sim_queue.h"
+
+namespace simreplay::sim {
+
+struct FinishedBatch {
+  int64_t batch = -1;  // -1: stop marker for the pin thread
+  int64_t size = 0;
+  double bytes = 0;
+  double ready_s = 0;
+};
+
+class DataLoader {
+ public:
+  // Every reference must outlive the simulation run.
+  DataLoader(const RankContext& rank, NodeState* node, const DistributedSampler& sampler, const SimInput& input,
+             const RunConfig& config);
+
+  // iter(): starts (or resumes) the workers for `epoch` and primes their tasks.
+  void StartEpoch(int64_t epoch);
+  // next(): batch `b` of the current epoch.
+  FinishedBatch Next(int64_t b);
+
+ private:
+  struct Task {
+    int64_t epoch = 0;
+    int64_t batch = 0;
+    bool stop = false;
+  };
+  // One iterator's queues: fresh per epoch for non-persistent workers.
+  struct IteratorQueues {
+    std::vector<std::unique_ptr<SimQueue<Task>>> index_queues;  // one per worker
+    SimQueue<FinishedBatch> results;                            // workers -> pin thread or main
+    SimQueue<FinishedBatch> pinned;                             // pin thread -> main
+  };
+
+  void Worker(int worker, IteratorQueues* queues);
+  void PinThread(IteratorQueues* queues);
+  FinishedBatch LoadBatch(int track, int64_t epoch, int64_t batch);
+  void LoadBatchAggregated(int track, int64_t first, FinishedBatch* done);
+  void RecordSample(int track, const replay::SampleCost& cost, double t0, double t1, double t2,
+                    double cpu_start_s = -1);
+  double CostScale(int track) const;  // recorded CPU cost -> simulated, in a worker or inline
+
+  const RankContext& rank_;
+  NodeState* node_;
+  const DistributedSampler& sampler_;
+  const SimInput& input_;
+  const RunConfig& config_;
+  const scenarios::LoaderConfig& loader_;
+  double collate_per_sample_s_ = 0;
+  int64_t epoch_ = 0;
+  IteratorQueues* queues_ = nullptr;
+  std::map<int64_t, FinishedBatch> reorder_;                // _task_info: results that arrived before their turn
+  int64_t next_task_ = 0;                                   // next task index to send
+  std::vector<std::unique_ptr<IteratorQueues>> iterators_;  // kept until the end: actors may hold them
+};
+
+}  // namespace simreplay::sim

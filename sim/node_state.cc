@@ -1,0 +1,101 @@
+#include "sim/node_state.h"
+
+#include <algorithm>
+
+#include "sim/random.h"
+
+namespace simreplay::sim {
+
+namespace {
+namespace sg4 = simgrid::s4u;
+constexpr double kFlopsPerCpuSecond = 1e9;
+}  // namespace
+
+void Recorder::Span(int rank, int track, const char* name, double start_s) {
+  if (!timeline_) return;
+  if (static_cast<int64_t>(stats_->timeline.size()) >= max_events_) {
+    stats_->timeline_truncated = true;
+    return;
+  }
+  stats_->timeline.push_back(TimelineEvent{rank, track, name, start_s, sg4::Engine::get_clock() - start_s});
+}
+
+bool Recorder::Reserve(int64_t count) {
+  if (static_cast<int64_t>(stats_->timeline.size()) + count > max_events_) {
+    stats_->timeline_truncated = true;
+    return false;
+  }
+  return true;
+}
+
+NodeState::NodeState(int index, const NodeHosts& hosts, const Platform& platform, const SimInput& input,
+                     const RunConfig& config, Recorder* recorder)
+    : index_(index),
+      hosts_(hosts),
+      platform_(platform),
+      input_(input),
+      config_(config),
+      recorder_(recorder),
+      storage_slots_(sg4::Semaphore::create(static_cast<unsigned>(input.model.storage.max_concurrency))),
+      flops_per_cpu_s_scale_(input.model.cpu.core_speed_scale * config.node_cpu_scale[static_cast<size_t>(index)]) {}
+
+void NodeState::Execute(double cpu_s) {
+  if (cpu_s <= 0) return;
+  sg4::this_actor::execute(cpu_s * kFlopsPerCpuSecond);
+  const double core_s = cpu_s / flops_per_cpu_s_scale_;
+  recorder_->stats().cpu_busy_core_s += core_s;
+  node_stats_.cpu_busy_core_s += core_s;
+}
+
+void NodeState::AddMemory(double delta_bytes) {
+  node_stats_.memory_bytes += delta_bytes;
+  node_stats_.peak_host_memory_bytes = std::max(node_stats_.peak_host_memory_bytes, node_stats_.memory_bytes);
+  auto& stats = recorder_->stats();
+  stats.peak_host_memory_bytes = std::max(stats.peak_host_memory_bytes, node_stats_.peak_host_memory_bytes);
+}
+
+// Shared storage: the request's latency, then the bytes from the storage service through the fabric
+// and this node's NIC into host memory, competing there with gradient traffic.
+void NodeState::ReadShared(double bytes) {
+  sg4::this_actor::sleep_for(config_.shared_storage_latency_s);
+  if (bytes <= 0) return;
+  sg4::Comm::sendto(platform_.storage, hosts_.cpu, static_cast<uint64_t>(bytes));
+  AddLinkBytes(storage_route_, bytes, &recorder_->stats().link_load);
+}
+
+void NodeState::ReadSample(const replay::SampleCost& cost, uint64_t cache_key) {
+  const auto& storage = input_.model.storage;
+  if (cost.read_s <= 0 && cost.read_bytes <= 0) return;
+  if (storage_in_flight_++ == 0) storage_busy_since_s_ = sg4::Engine::get_clock();
+  const bool cached =
+      storage.page_cache_hit_ratio > 0 && Rng::HashUnit(cache_key, input_.scenario.seed) < storage.page_cache_hit_ratio;
+  if (config_.shared_storage && !cached) {
+    ReadShared(static_cast<double>(cost.read_bytes));
+  } else if (config_.storage_mode == StorageMode::kRecorded) {
+    sg4::this_actor::sleep_for(cost.read_s);
+  } else if (cached) {
+    sg4::this_actor::sleep_for(static_cast<double>(cost.read_bytes) / storage.page_cache_bytes_per_s);
+  } else {
+    storage_slots_->acquire();
+    sg4::this_actor::sleep_for(storage.latency_s);
+    if (cost.read_bytes > 0) hosts_.disk->read(static_cast<sg_size_t>(cost.read_bytes));
+    storage_slots_->release();
+  }
+  recorder_->stats().storage_read_bytes += cost.read_bytes;
+  node_stats_.storage_read_bytes += cost.read_bytes;
+  if (--storage_in_flight_ == 0) {
+    const double busy_s = sg4::Engine::get_clock() - storage_busy_since_s_;
+    node_stats_.storage_busy_s += busy_s;
+  }
+}
+
+void NodeState::SleepRecordedReads(double read_s, int64_t bytes) {
+  recorder_->stats().storage_read_bytes += bytes;
+  node_stats_.storage_read_bytes += bytes;
+  if (read_s > 0) {
+    sg4::this_actor::sleep_for(read_s);
+    node_stats_.storage_busy_s += read_s;  // approximation: reads of different workers may overlap
+  }
+}
+
+}  // namespace simreplay::sim

@@ -1,0 +1,74 @@
+// One node's shared resources as the actors on it see them: its cores (Execute), its memory
+// accounting, its storage (local disk with a concurrency cap, or reads from shared storage through
+// the node's NIC), and the statistics and timeline they feed. Ranks and their DataLoaders on a node
+// share one NodeState; it never calls back into the simulation.
+#pragma once
+
+#include <simgrid/s4u.hpp>
+
+#include "replay/sample_costs.h"
+#include "sim/platform.h"
+#include "sim/run_config.h"
+#include "sim/sim_types.h"
+
+namespace simreplay::sim {
+
+// The run's statistics sink and timeline (one per simulation, shared by every node).
+class Recorder {
+ public:
+  Recorder(SimRawStats* stats, bool timeline, int64_t max_events)
+      : stats_(stats), timeline_(timeline), max_events_(max_events) {}
+  SimRawStats& stats() { return *stats_; }
+  bool timeline() const { return timeline_; }
+  // A span from start_s to now on (rank, track).
+  void Span(int rank, int track, const char* name, double start_s);
+  // Adds `count` events if they fit under the cap; false (and marks truncation) otherwise.
+  bool Reserve(int64_t count);
+  void Add(const TimelineEvent& e) { stats_->timeline.push_back(e); }
+
+ private:
+  SimRawStats* stats_;
+  bool timeline_;
+  int64_t max_events_;
+};
+
+class NodeState {
+ public:
+  // `hosts` and `platform` must outlive the node. `index` is the node number.
+  NodeState(int index, const NodeHosts& hosts, const Platform& platform, const SimInput& input, const RunConfig& config,
+            Recorder* recorder);
+
+  int index() const { return index_; }
+  simgrid::s4u::Host* cpu() const { return hosts_.cpu; }
+  NodeStats& stats() { return node_stats_; }
+  Recorder& recorder() { return *recorder_; }
+
+  // CPU work of `cpu_s` recorded seconds on this node's cores (counts towards cpu_busy_core_s).
+  void Execute(double cpu_s);
+  // One sample's read: recorded time, page cache, the local device, or shared storage.
+  // `cache_key` fixes page-cache hits per sample.
+  void ReadSample(const replay::SampleCost& cost, uint64_t cache_key);
+  // Recorded reads aggregated over a batch (fidelity "batch", storage mode "recorded", local storage).
+  void SleepRecordedReads(double read_s, int64_t bytes);
+  void AddMemory(double delta_bytes);
+  // Shared storage: the link classes a read crosses (for network utilisation).
+  void SetStorageRoute(const LinkClassCounts& counts) { storage_route_ = counts; }
+
+ private:
+  void ReadShared(double bytes);
+
+  int index_;
+  const NodeHosts& hosts_;
+  const Platform& platform_;
+  const SimInput& input_;
+  const RunConfig& config_;
+  Recorder* recorder_;
+  NodeStats node_stats_;
+  simgrid::s4u::SemaphorePtr storage_slots_;
+  int storage_in_flight_ = 0;
+  double storage_busy_since_s_ = 0;
+  double flops_per_cpu_s_scale_ = 1;
+  LinkClassCounts storage_route_{};  // core_speed_scale x straggler factor: recorded -> core-seconds
+};
+
+}  // namespace simreplay::sim
