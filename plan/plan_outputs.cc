@@ -147,7 +147,7 @@ struct Frame {
 };
 
 std::string OpenPlot(const Frame& f, const std::string& id, const std::string& title, const std::string& xlabel,
-                     const std::string& ylabel, const std::vector<double>& xticks) {
+                     const std::string& ylabel, const std::vector<double>& xticks, bool y_axis = true) {
   std::string svg = fmt::format(
       R"(<svg class="plot" id="{}" xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)",
       id, f.w, f.h);
@@ -155,7 +155,7 @@ std::string OpenPlot(const Frame& f, const std::string& id, const std::string& t
   svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333"/>)", f.left, f.h - f.bottom, f.w - f.right,
                      f.h - f.bottom);
   svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#333"/>)", f.left, f.top, f.left, f.h - f.bottom);
-  for (int i = 0; i <= 4; ++i) {
+  for (int i = 0; i <= 4 && y_axis; ++i) {  // bar charts label their bars instead
     const double y = f.ymin + (f.ymax - f.ymin) * i / 4;
     svg += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{:.3g}</text>)", f.left - 5, f.Y(y) + 4, y);
     svg += fmt::format(R"(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" stroke="#eee"/>)", f.left, f.Y(y),
@@ -305,7 +305,7 @@ std::string WaterfallPlot(const CandidateRow* r, const std::string& label) {
   f.xmax = total > 0 ? total / kDay * 1.02 : 1;
   std::vector<double> ticks;
   for (int i = 0; i <= 5; ++i) ticks.push_back(f.xmax * i / 5);
-  std::string svg = OpenPlot(f, "plot-waterfall", "Budget waterfall: " + label, "days", "", ticks);
+  std::string svg = OpenPlot(f, "plot-waterfall", "Budget waterfall: " + label, "days", "", ticks, false);
   const double bar_h = (f.h - f.top - f.bottom) / std::max<size_t>(phases.size(), 1);
   double start = 0;
   int c = 0;
@@ -336,7 +336,8 @@ std::string MemoryPlot(const PlanOutcome& o) {
   f.xmax *= 1.05;
   std::vector<double> ticks;
   for (int i = 0; i <= 5; ++i) ticks.push_back(f.xmax * i / 5);
-  std::string svg = OpenPlot(f, "plot-memory", "Memory per GPU vs capacity (GB; red = does not fit)", "GB", "", ticks);
+  std::string svg =
+      OpenPlot(f, "plot-memory", "Memory per GPU vs capacity (GB; red = does not fit)", "GB", "", ticks, false);
   for (size_t i = 0; i < o.rows.size(); ++i) {
     const auto& r = o.rows[i];
     const double y = f.top + i * bar_h;
