@@ -19,6 +19,8 @@ packages=(
   slurm-wlm munge
   # the network-namespace harness of the multi-node validation (ip netns, veth, bridge, tc)
   iproute2
+  # headless browser: the plan report's rendering test (tests/plan/report_browser_test.cc)
+  chromium
 )
 
 missing=()

@@ -1,0 +1,401 @@
+#include "plan/plan_spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/json_fields.h"
+#include "scenarios/scenario.h"
+#include "validation/json_locator.h"
+
+namespace simreplay::plan {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Reads typed values out of the plan's JSON, naming FILE:LINE (JsonLocator) and the dotted key in
+// every error.
+class PlanReader {
+ public:
+  PlanReader(std::string path, const std::string& text) : path_(std::move(path)), locator_(text) {}
+
+  Status Error(const std::string& pointer, const std::string& message) const {
+    return Status::InvalidArgument(fmt::format("{}:{}: {}", path_, locator_.Line(pointer), message));
+  }
+
+  // `pointer` is the object's JSON pointer ("/job/checkpoint"); checks every key is known.
+  Status Keys(const json& object, const std::string& pointer, const std::set<std::string>& known) const {
+    if (!object.is_object())
+      return Error(pointer, fmt::format("'{}' must be an object, found {}", Dotted(pointer), object.type_name()));
+    for (const auto& [key, value] : object.items()) {
+      if (!known.count(key)) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        return Error(pointer + "/" + key,
+                     fmt::format("unknown key '{}' in '{}' (expected one of: {})", key, Dotted(pointer), list));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // A finite number in [lo, hi]; absent keeps *out unless required.
+  Status Number(const json& object, const std::string& pointer, const char* key, double* out, bool required, double lo,
+                double hi, bool* given = nullptr) const {
+    const std::string p = pointer + "/" + key;
+    if (!object.contains(key) || object[key].is_null()) {
+      if (required) return Error(pointer, fmt::format("missing required number '{}'", Dotted(p)));
+      return Status::Ok();
+    }
+    const json& v = object[key];
+    if (!v.is_number()) return Error(p, fmt::format("'{}' must be a number, found {}", Dotted(p), v.dump()));
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi) {
+      return Error(p, fmt::format("'{}' must be a number in [{:g}, {:g}], found {}", Dotted(p), lo, hi, v.dump()));
+    }
+    *out = d;
+    if (given != nullptr) *given = true;
+    return Status::Ok();
+  }
+
+  Status Int(const json& object, const std::string& pointer, const char* key, int64_t* out, bool required, int64_t lo,
+             int64_t hi) const {
+    double d = static_cast<double>(*out);
+    SIMREPLAY_RETURN_IF_ERROR(
+        Number(object, pointer, key, &d, required, static_cast<double>(lo), static_cast<double>(hi)));
+    if (d != std::floor(d)) {
+      return Error(pointer + "/" + key,
+                   fmt::format("'{}' must be a whole number, found {}", Dotted(pointer + "/" + key), d));
+    }
+    *out = static_cast<int64_t>(d);
+    return Status::Ok();
+  }
+
+  Status String(const json& object, const std::string& pointer, const char* key, std::string* out, bool required,
+                const std::set<std::string>& allowed = {}) const {
+    const std::string p = pointer + "/" + key;
+    if (!object.contains(key) || object[key].is_null()) {
+      if (required) return Error(pointer, fmt::format("missing required string '{}'", Dotted(p)));
+      return Status::Ok();
+    }
+    if (!object[key].is_string()) {
+      return Error(p, fmt::format("'{}' must be a string, found {}", Dotted(p), object[key].dump()));
+    }
+    std::string s = object[key].get<std::string>();
+    if (!allowed.empty() && !allowed.count(s)) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      return Error(p, fmt::format("'{}' must be one of {}, found \"{}\"", Dotted(p), list, s));
+    }
+    if (required && s.empty()) return Error(p, fmt::format("'{}' must not be empty", Dotted(p)));
+    *out = std::move(s);
+    return Status::Ok();
+  }
+
+  static std::string Dotted(const std::string& pointer) {
+    std::string out = pointer.empty() ? "" : pointer.substr(1);
+    for (char& c : out) {
+      if (c == '/') c = '.';
+    }
+    return out;
+  }
+
+ private:
+  std::string path_;
+  validation::JsonLocator locator_;
+};
+
+std::string Resolve(const std::string& base_dir, const std::string& p) {
+  if (p.empty() || p[0] == '/') return p;
+  return base_dir + "/" + p;
+}
+
+Status ParseTarget(const PlanReader& r, const json& j, TargetSpec* t) {
+  const std::string p = "/job/target";
+  SIMREPLAY_RETURN_IF_ERROR(r.Keys(j, p, {"samples", "epochs", "steps"}));
+  if (j.size() != 1) return r.Error(p, "'job.target' must have exactly one of 'samples', 'epochs', 'steps'");
+  const std::string key = j.begin().key();
+  t->kind = key == "samples"  ? TargetSpec::Kind::kSamples
+            : key == "epochs" ? TargetSpec::Kind::kEpochs
+                              : TargetSpec::Kind::kSteps;
+  SIMREPLAY_RETURN_IF_ERROR(r.Number(j, p, key.c_str(), &t->value, true, 0, 1e18));
+  if (t->value <= 0)
+    return r.Error(p + "/" + key, fmt::format("'job.target.{}' must be > 0, found {:g}", key, t->value));
+  return Status::Ok();
+}
+
+Status ParseJob(const PlanReader& r, const json& j, PlanSpec* plan) {
+  SIMREPLAY_RETURN_IF_ERROR(r.Keys(j, "/job", {"target", "model", "eval", "checkpoint", "phases"}));
+  if (!j.contains("target")) return r.Error("/job", "missing required object 'job.target'");
+  SIMREPLAY_RETURN_IF_ERROR(ParseTarget(r, j["target"], &plan->target));
+
+  if (!j.contains("model")) return r.Error("/job", "missing required object 'job.model'");
+  const json& m = j["model"];
+  auto& model = plan->model;
+  SIMREPLAY_RETURN_IF_ERROR(r.Keys(m, "/job/model",
+                                   {"parameters", "optimizer", "precision", "activation_bytes_per_gpu",
+                                    "compute_bound_fraction", "memory_headroom_fraction"}));
+  SIMREPLAY_RETURN_IF_ERROR(r.Number(m, "/job/model", "parameters", &model.parameters, true, 1, 1e15));
+  SIMREPLAY_RETURN_IF_ERROR(r.String(m, "/job/model", "optimizer", &model.optimizer, false, {"adam", "adamw", "sgd"}));
+  SIMREPLAY_RETURN_IF_ERROR(r.String(m, "/job/model", "precision", &model.precision, false, {"bf16", "fp16", "fp32"}));
+  SIMREPLAY_RETURN_IF_ERROR(r.Number(m, "/job/model", "activation_bytes_per_gpu", &model.activation_bytes_per_gpu,
+                                     false, 0, 1e15, &model.activation_given));
+  SIMREPLAY_RETURN_IF_ERROR(r.Number(m, "/job/model", "compute_bound_fraction", &model.compute_bound_fraction, false, 0,
+                                     1, &model.compute_bound_given));
+  SIMREPLAY_RETURN_IF_ERROR(
+      r.Number(m, "/job/model", "memory_headroom_fraction", &model.memory_headroom_fraction, false, 0, 0.9));
+
+  if (j.contains("eval")) {
+    SIMREPLAY_RETURN_IF_ERROR(r.Keys(j["eval"], "/job/eval", {"every_steps", "duration_s"}));
+    SIMREPLAY_RETURN_IF_ERROR(r.Int(j["eval"], "/job/eval", "every_steps", &plan->eval.every_steps, false, 0, 1e15));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(j["eval"], "/job/eval", "duration_s", &plan->eval.duration_s, false, 0, 1e9));
+  }
+
+  if (!j.contains("checkpoint")) return r.Error("/job", "missing required object 'job.checkpoint'");
+  const json& c = j["checkpoint"];
+  auto& ck = plan->checkpoint;
+  SIMREPLAY_RETURN_IF_ERROR(
+      r.Keys(c, "/job/checkpoint", {"every_s", "write_bytes_per_s", "read_bytes_per_s", "bytes"}));
+  if (c.contains("every_s") && c["every_s"].is_string()) {
+    if (c["every_s"] != "auto") {
+      return r.Error(
+          "/job/checkpoint/every_s",
+          "'job.checkpoint.every_s' must be \"auto\" or a number of seconds > 0, found " + c["every_s"].dump());
+    }
+  } else if (c.contains("every_s")) {
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(c, "/job/checkpoint", "every_s", &ck.every_s, true, 1, 1e9));
+    ck.auto_interval = false;
+  }
+  SIMREPLAY_RETURN_IF_ERROR(r.Number(c, "/job/checkpoint", "write_bytes_per_s", &ck.write_bytes_per_s, true, 1, 1e15));
+  SIMREPLAY_RETURN_IF_ERROR(r.Number(c, "/job/checkpoint", "read_bytes_per_s", &ck.read_bytes_per_s, true, 1, 1e15));
+  SIMREPLAY_RETURN_IF_ERROR(r.Number(c, "/job/checkpoint", "bytes", &ck.bytes, false, 0, 1e18));
+
+  if (j.contains("phases")) {
+    const json& ph = j["phases"];
+    auto& p = plan->phases;
+    const std::string at = "/job/phases";
+    SIMREPLAY_RETURN_IF_ERROR(r.Keys(ph, at,
+                                     {"download_bytes", "download_bytes_per_s", "preprocess_s", "export_s",
+                                      "copy_out_bytes", "copy_out_bytes_per_s"}));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(ph, at, "download_bytes", &p.download_bytes, false, 0, 1e18));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(ph, at, "download_bytes_per_s", &p.download_bytes_per_s, false, 0, 1e15));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(ph, at, "preprocess_s", &p.preprocess_s, false, 0, 1e9));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(ph, at, "export_s", &p.export_s, false, 0, 1e9));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(ph, at, "copy_out_bytes", &p.copy_out_bytes, false, 0, 1e18));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(ph, at, "copy_out_bytes_per_s", &p.copy_out_bytes_per_s, false, 0, 1e15));
+    if (p.download_bytes > 0 && p.download_bytes_per_s <= 0) {
+      return r.Error(at, "'job.phases.download_bytes' needs 'download_bytes_per_s' > 0");
+    }
+    if (p.copy_out_bytes > 0 && p.copy_out_bytes_per_s <= 0) {
+      return r.Error(at, "'job.phases.copy_out_bytes' needs 'copy_out_bytes_per_s' > 0");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ParseStringList(const PlanReader& r, const json& j, const std::string& pointer, std::vector<std::string>* out,
+                       const std::set<std::string>& allowed = {}) {
+  if (!j.is_array() || j.empty()) {
+    return r.Error(pointer, fmt::format("'{}' must be a non-empty array of strings", PlanReader::Dotted(pointer)));
+  }
+  out->clear();
+  std::set<std::string> seen;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string p = pointer + "/" + std::to_string(i);
+    if (!j[i].is_string())
+      return r.Error(p, fmt::format("'{}' must hold strings, found {}", PlanReader::Dotted(pointer), j[i].dump()));
+    std::string s = j[i].get<std::string>();
+    if (!allowed.empty() && !allowed.count(s)) {
+      return r.Error(p, fmt::format("'{}' values must be ddp or fsdp, found \"{}\"", PlanReader::Dotted(pointer), s));
+    }
+    if (!seen.insert(s).second)
+      return r.Error(p, fmt::format("'{}' lists \"{}\" twice", PlanReader::Dotted(pointer), s));
+    out->push_back(std::move(s));
+  }
+  return Status::Ok();
+}
+
+Status ParseCandidates(const PlanReader& r, const json& j, CandidatesSpec* c) {
+  const std::string at = "/candidates";
+  SIMREPLAY_RETURN_IF_ERROR(r.Keys(j, at, {"gpu", "nodes", "gpus_per_node", "sharding"}));
+  if (!j.contains("gpu")) return r.Error(at, "missing required array 'candidates.gpu'");
+  SIMREPLAY_RETURN_IF_ERROR(ParseStringList(r, j["gpu"], at + "/gpu", &c->gpus));
+  if (!j.contains("nodes") || !j["nodes"].is_array() || j["nodes"].empty()) {
+    return r.Error(j.contains("nodes") ? at + "/nodes" : at,
+                   "'candidates.nodes' must be a non-empty array of node counts");
+  }
+  std::set<int> seen;
+  for (size_t i = 0; i < j["nodes"].size(); ++i) {
+    const auto& v = j["nodes"][i];
+    const std::string p = at + "/nodes/" + std::to_string(i);
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 4096) {
+      return r.Error(p, "'candidates.nodes' values must be whole numbers in [1, 4096], found " + v.dump());
+    }
+    if (!seen.insert(v.get<int>()).second) return r.Error(p, "'candidates.nodes' lists " + v.dump() + " twice");
+    c->nodes.push_back(v.get<int>());
+  }
+  int64_t gpn = c->gpus_per_node;
+  SIMREPLAY_RETURN_IF_ERROR(r.Int(j, at, "gpus_per_node", &gpn, false, 1, 64));
+  c->gpus_per_node = static_cast<int>(gpn);
+  c->sharding = {"ddp"};
+  if (j.contains("sharding"))
+    SIMREPLAY_RETURN_IF_ERROR(ParseStringList(r, j["sharding"], at + "/sharding", &c->sharding, {"ddp", "fsdp"}));
+  return Status::Ok();
+}
+
+}  // namespace
+
+BytesPerParameter StateBytes(const std::string& optimizer, const std::string& precision) {
+  // Mixed precision (bf16/fp16): 2 B weights + 2 B gradients + 4 B fp32 master copy + optimizer state
+  // in fp32 (Adam: m and v, 8 B; SGD with momentum: 4 B) = 16 B/parameter for Adam (ZeRO paper,
+  // Rajbhandari et al. 2020). fp32: 4 B weights + 4 B gradients + state, no master copy.
+  BytesPerParameter b;
+  const bool mixed = precision != "fp32";
+  b.weights = mixed ? 2 : 4;
+  b.gradients = mixed ? 2 : 4;
+  b.master = mixed ? 4 : 0;
+  b.optimizer = optimizer == "sgd" ? 4 : 8;
+  return b;
+}
+
+Result<PlanSpec> ParsePlan(const std::string& text, const std::string& path) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // The line of the syntax error, and ParseJson's wording (it recognises NaN and Infinity).
+    const size_t offset = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
+    auto parsed = ParseJson(text, "");
+    const std::string message = parsed.ok() ? e.what() : parsed.status().message().substr(2);
+    return Status::InvalidArgument(fmt::format("{}:{}: {}", path, line, message));
+  }
+  PlanReader r(path, text);
+  PlanSpec plan;
+  plan.path = path;
+  const std::string base = scenarios::DirectoryOf(path);
+  SIMREPLAY_RETURN_IF_ERROR(r.Keys(j, "",
+                                   {"schema", "scenario", "job", "measured_on", "scenario_by_gpu", "candidates",
+                                    "reliability", "reservation", "prices_per_gpu_hour", "network", "uncertainty",
+                                    "simulation", "preflight", "catalogue", "name", "description"}));
+  if (j.contains("schema")) {
+    std::string schema;
+    SIMREPLAY_RETURN_IF_ERROR(r.String(j, "", "schema", &schema, true));
+    if (schema != kPlanSchema) {
+      return r.Error("/schema", fmt::format("expected schema \"{}\", found \"{}\"", kPlanSchema, schema));
+    }
+  }
+  std::string scenario;
+  SIMREPLAY_RETURN_IF_ERROR(r.String(j, "", "scenario", &scenario, true));
+  plan.scenario_path = Resolve(base, scenario);
+  if (!j.contains("job")) return r.Error("", "missing required object 'job'");
+  SIMREPLAY_RETURN_IF_ERROR(ParseJob(r, j["job"], &plan));
+  SIMREPLAY_RETURN_IF_ERROR(r.String(j, "", "measured_on", &plan.measured_on, true));
+  if (j.contains("scenario_by_gpu")) {
+    if (!j["scenario_by_gpu"].is_object()) {
+      return r.Error("/scenario_by_gpu", "'scenario_by_gpu' must be an object {\"GPU\": \"scenario.json\"}");
+    }
+    for (const auto& [gpu, file] : j["scenario_by_gpu"].items()) {
+      std::string f;
+      SIMREPLAY_RETURN_IF_ERROR(r.String(j["scenario_by_gpu"], "/scenario_by_gpu", gpu.c_str(), &f, true));
+      plan.scenario_by_gpu[gpu] = Resolve(base, f);
+    }
+  }
+  if (!j.contains("candidates")) return r.Error("", "missing required object 'candidates'");
+  SIMREPLAY_RETURN_IF_ERROR(ParseCandidates(r, j["candidates"], &plan.candidates));
+
+  if (j.contains("reliability")) {
+    const json& rel = j["reliability"];
+    SIMREPLAY_RETURN_IF_ERROR(r.Keys(rel, "/reliability", {"gpu_mtbf_h", "node_mtbf_h", "restart_s"}));
+    SIMREPLAY_RETURN_IF_ERROR(
+        r.Number(rel, "/reliability", "gpu_mtbf_h", &plan.reliability.gpu_mtbf_h, false, 1, 1e12));
+    SIMREPLAY_RETURN_IF_ERROR(
+        r.Number(rel, "/reliability", "node_mtbf_h", &plan.reliability.node_mtbf_h, false, 0, 1e12));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(rel, "/reliability", "restart_s", &plan.reliability.restart_s, false, 0, 1e7));
+  }
+  if (j.contains("reservation")) {
+    const json& res = j["reservation"];
+    SIMREPLAY_RETURN_IF_ERROR(r.Keys(res, "/reservation", {"days", "buffer", "knee_fraction"}));
+    if (res.contains("days")) {
+      if (!res["days"].is_array() || res["days"].empty()) {
+        return r.Error("/reservation/days", "'reservation.days' must be a non-empty array of days");
+      }
+      plan.reservation.days.clear();
+      for (size_t i = 0; i < res["days"].size(); ++i) {
+        const auto& v = res["days"][i];
+        if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0 || v.get<double>() > 3650) {
+          return r.Error("/reservation/days/" + std::to_string(i),
+                         "'reservation.days' values must be numbers in (0, 3650], found " + v.dump());
+        }
+        plan.reservation.days.push_back(v.get<double>());
+      }
+    }
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(res, "/reservation", "buffer", &plan.reservation.buffer, false, 0, 10));
+    SIMREPLAY_RETURN_IF_ERROR(
+        r.Number(res, "/reservation", "knee_fraction", &plan.reservation.knee_fraction, false, 0.01, 1));
+  }
+  if (!j.contains("prices_per_gpu_hour")) return r.Error("", "missing required object 'prices_per_gpu_hour'");
+  SIMREPLAY_RETURN_IF_ERROR(r.Keys(j["prices_per_gpu_hour"], "/prices_per_gpu_hour",
+                                   std::set<std::string>(plan.candidates.gpus.begin(), plan.candidates.gpus.end())));
+  for (const auto& gpu : plan.candidates.gpus) {
+    double price = -1;
+    SIMREPLAY_RETURN_IF_ERROR(
+        r.Number(j["prices_per_gpu_hour"], "/prices_per_gpu_hour", gpu.c_str(), &price, true, 0, 1e6));
+    plan.prices_per_gpu_hour[gpu] = price;
+  }
+  if (j.contains("network")) {
+    const json& n = j["network"];
+    auto& net = plan.network;
+    SIMREPLAY_RETURN_IF_ERROR(r.Keys(n, "/network", {"nic_bytes_per_s", "latency_s", "intra_latency_s", "overlap"}));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(n, "/network", "nic_bytes_per_s", &net.nic_bytes_per_s, true, 1e6, 1e15));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(n, "/network", "latency_s", &net.latency_s, false, 0, 1));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(n, "/network", "intra_latency_s", &net.intra_latency_s, false, 0, 1));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(n, "/network", "overlap", &net.overlap, false, 0, 1));
+    net.given = true;
+  }
+  if (j.contains("uncertainty")) {
+    const json& u = j["uncertainty"];
+    SIMREPLAY_RETURN_IF_ERROR(r.Keys(u, "/uncertainty", {"error_low", "error_high", "source"}));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(u, "/uncertainty", "error_low", &plan.uncertainty.error_low, true, -0.9, 0));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(u, "/uncertainty", "error_high", &plan.uncertainty.error_high, true, 0, 10));
+    plan.uncertainty.source = "the plan file";
+    SIMREPLAY_RETURN_IF_ERROR(r.String(u, "/uncertainty", "source", &plan.uncertainty.source, false));
+  }
+  if (j.contains("simulation")) {
+    const json& s = j["simulation"];
+    auto& sim = plan.simulation;
+    SIMREPLAY_RETURN_IF_ERROR(r.Keys(s, "/simulation", {"initial_steps", "max_steps", "tolerance", "jobs"}));
+    SIMREPLAY_RETURN_IF_ERROR(r.Int(s, "/simulation", "initial_steps", &sim.initial_steps, false, 40, 10'000'000));
+    SIMREPLAY_RETURN_IF_ERROR(r.Int(s, "/simulation", "max_steps", &sim.max_steps, false, 40, 10'000'000));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(s, "/simulation", "tolerance", &sim.tolerance, false, 1e-5, 0.2));
+    int64_t jobs = 0;
+    SIMREPLAY_RETURN_IF_ERROR(r.Int(s, "/simulation", "jobs", &jobs, false, 0, 256));
+    sim.jobs = static_cast<int>(jobs);
+    if (sim.max_steps < sim.initial_steps) {
+      return r.Error("/simulation/max_steps", "'simulation.max_steps' must be >= 'simulation.initial_steps'");
+    }
+  }
+  std::string preflight, catalogue;
+  SIMREPLAY_RETURN_IF_ERROR(r.String(j, "", "preflight", &preflight, false));
+  SIMREPLAY_RETURN_IF_ERROR(r.String(j, "", "catalogue", &catalogue, false));
+  plan.preflight_path = Resolve(base, preflight);
+  plan.catalogue_path = Resolve(base, catalogue);
+  return plan;
+}
+
+Result<PlanSpec> LoadPlanFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": cannot open the plan file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return ParsePlan(buffer.str(), path);
+}
+
+}  // namespace simreplay::plan

@@ -1,0 +1,139 @@
+// The plan file (docs/plan-format.md): the job to plan (target, model size, eval, checkpoints, the
+// phases around training), the scenario whose data pipeline it runs, the candidate clusters, the
+// reliability, the reservation slots and the prices. One validating loader; errors point at
+// FILE:LINE of the offending value; relative paths resolve against the plan file's directory.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace simreplay::plan {
+
+inline constexpr const char* kPlanSchema = "simreplay.plan-input/1";
+
+struct TargetSpec {
+  enum class Kind { kSamples, kEpochs, kSteps };
+  Kind kind = Kind::kSamples;
+  double value = 0;  // samples, epochs or optimizer steps (> 0)
+};
+
+struct ModelSpec {
+  double parameters = 0;                // model parameters (count)
+  std::string optimizer = "adam";       // adam | adamw | sgd (with momentum)
+  std::string precision = "bf16";       // bf16 | fp16 (mixed precision with fp32 master weights) | fp32
+  double activation_bytes_per_gpu = 0;  // activations and workspace of one micro-batch on one GPU
+  bool activation_given = false;        // false: 0 was assumed
+  // Share of the step limited by the BF16 peak (the rest by HBM bandwidth): the roofline rule that
+  // moves a step time to another GPU (docs/planning.md). Default 0.5, assumed.
+  double compute_bound_fraction = 0.5;
+  bool compute_bound_given = false;
+  double memory_headroom_fraction = 0.1;  // of device memory kept free (CUDA context, fragmentation)
+};
+
+struct EvalSpec {
+  int64_t every_steps = 0;  // 0: no evaluation
+  double duration_s = 0;    // one evaluation pass, training stalled
+};
+
+struct CheckpointSpec {
+  bool auto_interval = true;  // "every_s": "auto" = Young/Daly
+  double every_s = 0;         // when not auto
+  double write_bytes_per_s = 0;
+  double read_bytes_per_s = 0;
+  double bytes = 0;  // 0: parameters x (state bytes per parameter without gradients)
+};
+
+struct PhasesSpec {
+  double download_bytes = 0, download_bytes_per_s = 0;
+  double preprocess_s = 0;
+  double export_s = 0;
+  double copy_out_bytes = 0, copy_out_bytes_per_s = 0;
+};
+
+struct CandidatesSpec {
+  std::vector<std::string> gpus;
+  std::vector<int> nodes;
+  int gpus_per_node = 8;
+  std::vector<std::string> sharding;  // ddp | fsdp
+};
+
+struct ReliabilitySpec {
+  double gpu_mtbf_h = 50000;
+  double node_mtbf_h = 0;  // 0: node failures other than GPUs not counted
+  double restart_s = 900;  // detect, reschedule, restore, re-warm (without reading the checkpoint)
+};
+
+struct ReservationSpec {
+  std::vector<double> days = {7, 30};
+  double buffer = 0.15;        // operational buffer, fraction of the planned time added on top
+  double knee_fraction = 0.5;  // an added node that buys less than this fraction of linear is past the knee
+};
+
+// Inter-node network of one node (docs/planning.md; defaults are assumptions, flagged).
+struct NetworkSpec {
+  double nic_bytes_per_s = 100e9;  // per node, all NICs together
+  double latency_s = 5e-6;         // per message hop between nodes
+  double intra_latency_s = 2e-6;   // per message hop inside a node
+  double overlap = 0.0;            // fraction of the step that can hide communication (DDP buckets)
+  bool given = false;
+};
+
+// Relative errors of predicted training throughput, (predicted - measured) / measured, from the
+// validation history (docs/validation.md); overridable.
+struct UncertaintySpec {
+  double error_low = -0.019;
+  double error_high = 0.110;
+  std::string source =
+      "docs/validation.md, suite of 2026-11-30 (commit f1ca0f9): train throughput errors -1.9% to +11.0%";
+};
+
+// How long candidates are simulated before extrapolating (docs/planning.md, "Steady state").
+struct SimulationSpec {
+  int64_t initial_steps = 240;
+  int64_t max_steps = 3840;
+  double tolerance = 0.005;
+  int jobs = 0;  // parallel simulations; 0: CPU count (the command line may override)
+};
+
+struct PlanSpec {
+  std::string path;           // the plan file
+  std::string scenario_path;  // resolved
+  TargetSpec target;
+  ModelSpec model;
+  EvalSpec eval;
+  CheckpointSpec checkpoint;
+  PhasesSpec phases;
+  std::string measured_on;
+  std::map<std::string, std::string> scenario_by_gpu;  // a scenario whose step time was measured on that GPU
+  CandidatesSpec candidates;
+  ReliabilitySpec reliability;
+  ReservationSpec reservation;
+  NetworkSpec network;
+  UncertaintySpec uncertainty;
+  SimulationSpec simulation;
+  std::map<std::string, double> prices_per_gpu_hour;
+  std::string preflight_path;  // resolved; may be empty
+  std::string catalogue_path;  // resolved; empty = built-in catalogue
+};
+
+// Loads and validates a plan file. Error messages: "FILE:LINE: what was expected, what was found".
+Result<PlanSpec> LoadPlanFile(const std::string& path);
+// Parses a plan from its JSON text (for tests); `path` names it in errors and resolves relative paths.
+Result<PlanSpec> ParsePlan(const std::string& text, const std::string& path);
+
+// State bytes per parameter (weights, gradients, optimizer state, master copy) and gradient bytes per
+// parameter for an optimizer and precision (docs/planning.md, "Memory").
+struct BytesPerParameter {
+  double weights = 0, gradients = 0, optimizer = 0, master = 0;
+  double total() const { return weights + gradients + optimizer + master; }
+  double checkpoint() const { return weights + optimizer + master; }  // gradients are not saved
+};
+BytesPerParameter StateBytes(const std::string& optimizer, const std::string& precision);
+
+}  // namespace simreplay::plan

@@ -1,0 +1,131 @@
+#include "plan/recommendation.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "plan/planner.h"
+
+namespace simreplay::plan {
+
+namespace {
+
+using nlohmann::json;
+
+std::string Label(const CandidateRow& r) {
+  return fmt::format("{} x {} node{} ({} GPUs, {})", r.gpu, r.nodes, r.nodes == 1 ? "" : "s", r.gpus, r.sharding);
+}
+
+double Days(double s) { return s / 86400.0; }
+
+json Brief(const CandidateRow& r) {
+  return {{"gpu", r.gpu},
+          {"nodes", r.nodes},
+          {"gpus", r.gpus},
+          {"sharding", r.sharding},
+          {"total_days", Days(r.budget.total_s())},
+          {"total_days_low", Days(r.budget_low.total_s())},
+          {"total_days_high", Days(r.budget_high.total_s())},
+          {"cost", r.cost}};
+}
+
+}  // namespace
+
+double MarginalFractionOfLinear(double throughput_a, int gpus_a, double throughput_b, int gpus_b) {
+  const double linear_gain = static_cast<double>(gpus_b) / gpus_a - 1;
+  return linear_gain > 0 ? (throughput_b / throughput_a - 1) / linear_gain : 0;
+}
+
+json Recommend(const PlanSpec& spec, const std::vector<CandidateRow>& rows, bool provisional) {
+  json rec = json::object();
+  std::string text;
+  rec["slots"] = json::array();
+  for (size_t s = 0; s < spec.reservation.days.size(); ++s) {
+    const double days = spec.reservation.days[s];
+    const CandidateRow* best = nullptr;
+    int fitting = 0;
+    for (const auto& r : rows) {
+      if (!r.simulated || !r.fits_slot[s]) continue;
+      ++fitting;
+      if (best == nullptr || r.cost < best->cost ||
+          (r.cost == best->cost && r.budget.total_s() < best->budget.total_s()))
+        best = &r;
+    }
+    json slot = {{"days", days}, {"candidate", best ? Brief(*best) : json(nullptr)}, {"fitting", fitting}};
+    std::string line;
+    if (best != nullptr) {
+      line = fmt::format(
+          "{:g}-day slot: {} is the cheapest of {} candidate{} that fit at the pessimistic end: {:.1f} days expected "
+          "({:.1f}-{:.1f}, {:.0f}% buffer included), {:.0f} GPU-hours, cost {:.0f}.",
+          days, Label(*best), fitting, fitting == 1 ? "" : "s", Days(best->budget.total_s()),
+          Days(best->budget_low.total_s()), Days(best->budget_high.total_s()), 100 * spec.reservation.buffer,
+          best->gpu_hours, best->cost);
+    } else {
+      line = fmt::format("{:g}-day slot: no candidate fits at the pessimistic end of its interval (buffer included).",
+                         days);
+    }
+    slot["text"] = line;
+    text += line + " ";
+    rec["slots"].push_back(slot);
+  }
+  const CandidateRow* fastest = nullptr;
+  for (const auto& r : rows) {
+    if (r.simulated && r.goodput.feasible && (fastest == nullptr || r.budget.total_s() < fastest->budget.total_s()))
+      fastest = &r;
+  }
+  rec["fastest"] = fastest ? Brief(*fastest) : json(nullptr);
+  if (fastest != nullptr) {
+    text += fmt::format("Fastest: {} at {:.1f} days ({:.1f}-{:.1f}), cost {:.0f}. ", Label(*fastest),
+                        Days(fastest->budget.total_s()), Days(fastest->budget_low.total_s()),
+                        Days(fastest->budget_high.total_s()), fastest->cost);
+  }
+  // Knees: per GPU type and sharding, the first step up in nodes that buys less than the fraction.
+  rec["knee_fraction"] = spec.reservation.knee_fraction;
+  rec["knees"] = json::array();
+  std::vector<std::pair<std::string, std::string>> groups;
+  for (const auto& r : rows) {
+    if (std::find(groups.begin(), groups.end(), std::make_pair(r.gpu, r.sharding)) == groups.end())
+      groups.emplace_back(r.gpu, r.sharding);
+  }
+  for (const auto& [gpu, sharding] : groups) {
+    std::vector<const CandidateRow*> curve;
+    for (const auto& r : rows) {
+      if (r.simulated && r.gpu == gpu && r.sharding == sharding) curve.push_back(&r);
+    }
+    for (size_t k = 0; k + 1 < curve.size(); ++k) {
+      const auto &a = *curve[k], &b = *curve[k + 1];
+      const double fraction =
+          MarginalFractionOfLinear(a.throughput_samples_per_s, a.gpus, b.throughput_samples_per_s, b.gpus);
+      if (fraction >= spec.reservation.knee_fraction) continue;
+      rec["knees"].push_back({{"gpu", gpu},
+                              {"sharding", sharding},
+                              {"nodes", a.nodes},
+                              {"next_nodes", b.nodes},
+                              {"marginal_fraction_of_linear", fraction}});
+      text += fmt::format(
+          "Knee {} {}: beyond {} node{}, going to {} buys {:.0f}% of linear (under {:.0f}%); bottleneck there: {}. ",
+          gpu, sharding, a.nodes, a.nodes == 1 ? "" : "s", b.nodes, 100 * fraction,
+          100 * spec.reservation.knee_fraction, b.bottleneck);
+      break;
+    }
+  }
+  int not_fitting = 0;
+  for (const auto& r : rows) not_fitting += r.memory.fits ? 0 : 1;
+  if (not_fitting > 0) {
+    text += fmt::format("{} candidate{} do not fit in GPU memory (see memory_per_gpu_bytes). ", not_fitting,
+                        not_fitting == 1 ? "" : "s");
+  }
+  rec["provisional"] = provisional;
+  if (provisional) {
+    text +=
+        "The step time of at least one GPU type is assumed (emulated or scaled from another GPU, not measured on "
+        "it): spend a 7-day slot first on a bounded profiling pass (preflight and a capture on the target GPU), and "
+        "treat any 30-day verdict as provisional until then.";
+  }
+  rec["text"] = text;
+  return rec;
+}
+
+}  // namespace simreplay::plan

@@ -1,0 +1,212 @@
+// End-to-end checks of `simreplay plan`: outputs and their columns, determinism whatever --jobs, bad
+// input (exit 3, one FILE:LINE line, nothing written), preflight figures marked measured, and the
+// bundled example.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_runner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using simreplay::testing::RunCli;
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path Fresh(const std::string& name) {
+  fs::path dir = fs::path(::testing::TempDir()) / name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+const std::string kData = std::string(SIMREPLAY_SOURCE_DIR) + "/tests/plan/data/";
+const std::string kSmall = kData + "small_plan.json";
+
+TEST(PlanCli, WritesEveryColumnAndIsByteIdenticalWhateverTheJobs) {
+  fs::path a = Fresh("plan_a"), b = Fresh("plan_b");
+  auto ra = RunCli("plan " + kSmall + " --out " + a.string() + " --jobs 1");
+  auto rb = RunCli("plan " + kSmall + " --out " + b.string() + " --jobs 3");
+  ASSERT_EQ(ra.exit_code, 0) << ra.output;
+  ASSERT_EQ(rb.exit_code, 0) << rb.output;
+  for (const char* f : {"plan.json", "plan.csv", "report.html"}) {
+    EXPECT_FALSE(Slurp(a / f).empty()) << f;
+    EXPECT_EQ(Slurp(a / f), Slurp(b / f)) << f;
+  }
+  const std::string csv = Slurp(a / "plan.csv");
+  const std::string header = csv.substr(0, csv.find('\n'));
+  for (const char* column : {"gpu",
+                             "nodes",
+                             "gpus",
+                             "sharding",
+                             "fits_memory",
+                             "memory_per_gpu_bytes",
+                             "throughput_samples_per_s",
+                             "scaling_efficiency",
+                             "goodput_fraction",
+                             "checkpoint_interval_s",
+                             "training_days",
+                             "total_days",
+                             "total_days_low",
+                             "total_days_high",
+                             "gpu_hours",
+                             "cost",
+                             "fits_7d",
+                             "fits_30d",
+                             "bottleneck",
+                             "assumed"}) {
+    EXPECT_NE(("," + header + ",").find(std::string(",") + column + ","), std::string::npos) << column;
+  }
+  auto plan = nlohmann::json::parse(Slurp(a / "plan.json"));
+  EXPECT_EQ(plan["schema"], "simreplay.plan/1");
+  ASSERT_EQ(plan["candidates"].size(), 6u);  // 3 GPUs x 2 node counts x ddp
+  // a100-40gb under DDP: 16 B x 1.3e9 = 20.8 GB + 50 GB activations > 36 GB usable: listed, not fitting.
+  const auto& small = plan["candidates"][0];
+  EXPECT_EQ(small["gpu"], "a100-40gb");
+  EXPECT_FALSE(small["fits_memory"].get<bool>());
+  EXPECT_DOUBLE_EQ(small["memory_per_gpu_bytes"].get<double>(), 70.8e9);
+  EXPECT_EQ(small["bottleneck"], "memory");
+  for (size_t i = 2; i < 6; ++i) {
+    const auto& c = plan["candidates"][i];
+    EXPECT_TRUE(c["fits_memory"].get<bool>());
+    EXPECT_GT(c["throughput_samples_per_s"].get<double>(), 0);
+    EXPECT_LE(c["total_days_low"].get<double>(), c["total_days"].get<double>());
+    EXPECT_GE(c["total_days_high"].get<double>(), c["total_days"].get<double>());
+    // The step time was given in the scenario (emulated), so every row says it was assumed.
+    EXPECT_EQ(c["assumed"][0], "step_time");
+    // The budget adds up: the phases and the buffer make the total.
+    const auto& budget = c["budget"];
+    double sum = 0;
+    for (const char* k : {"download_s", "preprocess_s", "training_s", "eval_s", "checkpoint_s", "failures_s",
+                          "export_s", "copy_out_s", "buffer_s"})
+      sum += budget[k].get<double>();
+    EXPECT_NEAR(sum, budget["total_s"].get<double>(), 1e-6 * sum);
+    EXPECT_NEAR(budget["buffer_s"].get<double>(), 0.15 / 1.15 * sum, 1e-6 * sum);
+  }
+  EXPECT_TRUE(plan["provisional"].get<bool>());
+  EXPECT_NE(ra.output.find("7-day slot first"), std::string::npos) << ra.output;
+  EXPECT_NE(ra.output.find("emulated"), std::string::npos) << "every output says the accelerator was emulated";
+  EXPECT_EQ(plan["accelerator"], "emulated");
+}
+
+TEST(PlanCli, BadInputExitsThreeWithFileLineAndWritesNothing) {
+  fs::path dir = Fresh("plan_bad");
+  fs::create_directories(dir);
+  std::string text = Slurp(kSmall);
+  text.replace(text.find("\"restart_s\": 600"), 16, "\"restart_s\": -5");
+  const fs::path bad = dir / "bad_plan.json";
+  std::ofstream(bad) << text;
+  auto r = RunCli("plan " + bad.string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("bad_plan.json:13: 'reliability.restart_s' must be a number in [0, 1e+07], found -5"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  // An unknown GPU is named with the catalogue's names.
+  text = Slurp(kSmall);
+  text.replace(text.find("\"measured_on\": \"a100-80gb\""), 26, "\"measured_on\": \"b200\"");
+  std::ofstream(bad) << text;
+  r = RunCli("plan " + bad.string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("GPU \"b200\" is not in the accelerator catalogue"), std::string::npos) << r.output;
+  // Truncated JSON.
+  std::ofstream(bad) << Slurp(kSmall).substr(0, 100);
+  r = RunCli("plan " + bad.string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("malformed JSON"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST(PlanCli, PreflightFiguresAreMarkedMeasured) {
+  fs::path out = Fresh("plan_preflight");
+  auto r = RunCli("plan " + kSmall + " --out " + out.string() + " --preflight " + kData + "preflight.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto plan = nlohmann::json::parse(Slurp(out / "plan.json"));
+  std::map<std::string, std::string> status;
+  for (const auto& a : plan["assumptions"]) status[a["input"]] = a["status"];
+  EXPECT_EQ(status["step_time_s[a100-80gb]"], "measured");  // a CUDA preflight on measured_on
+  EXPECT_EQ(status["step_time_s[h100-sxm]"], "assumed");    // still scaled by the roofline rule
+  EXPECT_EQ(status["checkpoint_bytes"], "measured");
+  EXPECT_EQ(status["checkpoint_write_bytes_per_s"], "measured");
+  EXPECT_EQ(status["restart_s"], "measured");
+  EXPECT_EQ(status["activation_bytes_per_gpu"], "measured");
+  // a100-80gb rows: step time, memory, checkpoint and restart measured; the link and the
+  // epoch boundary (not simulated in 120 steps) stay assumed.
+  for (const auto& c : plan["candidates"]) {
+    if (c["gpu"] != "a100-80gb") continue;
+    EXPECT_DOUBLE_EQ(c["step_time_s"].get<double>(), 0.2);
+    EXPECT_DOUBLE_EQ(c["memory_per_gpu_bytes"].get<double>(), 45e9);
+    for (const auto& a : c["assumed"]) {
+      EXPECT_TRUE(a == "intra_node_link" || a == "network" || a == "epoch_boundary") << a;
+    }
+  }
+  // A 40 GB GPU with the measured 45 GB peak does not fit.
+  EXPECT_FALSE(plan["candidates"][0]["fits_memory"].get<bool>());
+}
+
+TEST(PlanCli, BundledExampleRuns) {
+  // examples/plan/plan.json, as the README runs it; its wall time is printed (docs/planning.md
+  // records it; no timed assertion on a shared machine).
+  fs::path out = Fresh("plan_example");
+  const auto start = std::chrono::steady_clock::now();
+  auto r = RunCli("plan " + std::string(SIMREPLAY_SOURCE_DIR) + "/examples/plan/plan.json --out " + out.string());
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("examples/plan/plan.json ran in %.1f s\n", wall_s);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto plan = nlohmann::json::parse(Slurp(out / "plan.json"));
+  EXPECT_EQ(plan["candidates"].size(), 32u);
+  EXPECT_FALSE(plan["recommendation"]["text"].get<std::string>().empty());
+  for (const auto& c : plan["candidates"]) {
+    if (!c["fits_memory"].get<bool>()) continue;
+    EXPECT_TRUE(c["simulation"]["steady"].get<bool>()) << c["gpu"] << " x " << c["nodes"];
+  }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(PlanCli, RealCpuPreflightMeasuresCheckpointAndRestartButNotTheGpu) {
+  // tests/plan/data/preflight_cpu_real.json: the output of `python3 -m simreplay_capture.preflight`
+  // (default entry, CPU, this machine), unedited. Its checkpoint and restart figures are measured;
+  // its step time and host PSS peak are CPU figures: the step time is used but stays assumed, the
+  // PSS peak is not GPU memory and is not used.
+  fs::path out = Fresh("plan_preflight_real");
+  auto r = RunCli("plan " + kSmall + " --out " + out.string() + " --preflight " + kData + "preflight_cpu_real.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto plan = nlohmann::json::parse(Slurp(out / "plan.json"));
+  std::map<std::string, std::string> status;
+  for (const auto& a : plan["assumptions"]) status[a["input"]] = a["status"];
+  EXPECT_EQ(status["step_time_s[a100-80gb]"], "assumed");
+  EXPECT_EQ(status["checkpoint_bytes"], "measured");
+  EXPECT_EQ(status["checkpoint_write_bytes_per_s"], "measured");
+  EXPECT_EQ(status["checkpoint_read_bytes_per_s"], "measured");
+  EXPECT_EQ(status["restart_s"], "measured");
+  EXPECT_EQ(status["activation_bytes_per_gpu"], "input");
+  const auto& row = plan["candidates"][2];
+  EXPECT_NEAR(row["step_time_s"].get<double>(), 0.5780047202499645, 1e-8);  // measured.compute_s (9 digits)
+  for (const auto& a : row["assumed"]) EXPECT_TRUE(a != "checkpoint" && a != "restart") << a;
+  // A failed preflight is refused with exit 3.
+  std::string text = Slurp(kData + "preflight_cpu_real.json");
+  text.replace(text.find("\"status\": \"pass\""), 16, "\"status\": \"fail\"");
+  const fs::path failed = fs::path(::testing::TempDir()) / "failed_preflight.json";
+  std::ofstream(failed) << text;
+  r = RunCli("plan " + kSmall + " --out " + (out / "again").string() + " --preflight " + failed.string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("expected a preflight whose checks passed"), std::string::npos) << r.output;
+}
+
+}  // namespace
