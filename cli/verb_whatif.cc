@@ -72,14 +72,7 @@ int RunWhatIf(int argc, char** argv) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   scenarios::ShardSpec shard;
-  if (!shard_text.empty()) {
-    auto parsed = scenarios::ParseShardSpec(shard_text);
-    if (!parsed.ok()) {
-      std::fprintf(stderr, "%s: %s\n", kVerb, parsed.status().message().c_str());
-      return kExitUsage;
-    }
-    shard = *parsed;
-  }
+  if (!ParseShardFlag(kVerb, shard_text, &shard)) return kExitUsage;
   if (slurm.enabled && !shard_text.empty()) {
     std::fprintf(stderr, "%s: --slurm writes the array whose tasks take --shard; give one or the other\n", kVerb);
     return kExitUsage;

@@ -63,9 +63,25 @@ void AddSlurmFlags(CLI::App* app, SlurmFlags* f) {
       ->group(group);
 }
 
+bool ParseShardFlag(const std::string& verb, const std::string& text, scenarios::ShardSpec* shard) {
+  if (text.empty()) return true;
+  auto parsed = scenarios::ParseShardSpec(text);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "%s: --shard: %s\n", verb.c_str(), parsed.status().message().c_str());
+    return false;
+  }
+  *shard = *parsed;
+  return true;
+}
+
 int RunSlurm(const std::string& verb, const std::string& scenario_path, const std::string& out_dir,
-             const scenarios::SweepIdentity& identity, const SlurmFlags& flags, double point_timeout_s) {
+             const scenarios::SweepIdentity& identity, const SlurmFlags& flags, double point_timeout_s,
+             const SlurmCommand& command) {
   scenarios::SlurmOptions o;
+  o.verb = command.task_verb;
+  o.task_args = command.task_args;
+  o.merge_args = command.merge_args;
+  o.job_name = command.job_name;
   o.binary = SelfPath();
   o.scenario = AbsolutePath(scenario_path);
   o.out_dir = AbsolutePath(out_dir);
@@ -124,8 +140,9 @@ int RunSlurm(const std::string& verb, const std::string& scenario_path, const st
   merge_argv.push_back(merge_script);
   auto merge_job = Submit(merge_argv);
   if (!merge_job.ok()) return Fail(verb, merge_job.status());
-  std::printf("submitted merge job %s%s: results in %s/results.csv when it ends\n", merge_job->c_str(),
-              dependency.empty() ? " (every point was already finished)" : " (after the array)", o.out_dir.c_str());
+  std::printf("submitted merge job %s%s: results in %s/%s when it ends\n", merge_job->c_str(),
+              dependency.empty() ? " (every point was already finished)" : " (after the array)", o.out_dir.c_str(),
+              command.result_file.c_str());
   return kExitOk;
 }
 

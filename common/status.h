@@ -24,6 +24,8 @@ class [[nodiscard]] Status {
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
   const std::string& message() const { return message_; }
+  // The same kind of failure, its message prefixed with where it happened ("FILE: ", "point 3: ").
+  Status WithPrefix(const std::string& prefix) const { return Status(code_, prefix + message_); }
 
  private:
   Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}

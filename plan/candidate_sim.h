@@ -1,6 +1,8 @@
-// Simulation of one candidate's node: the plan's scenario with the candidate's GPUs per node, its
-// step time and its per-step communication, cut to a given number of optimizer steps. Runs in a
-// forked child (sim/isolated_run.h) and returns the per-step intervals and the run's metrics.
+// Simulation of one candidate cluster: the plan's scenario on N nodes x G GPUs (cluster.nodes,
+// cluster.gpus_per_node), the candidate's step time, and its gradients reduced every optimizer step
+// as real SimGrid flows (a hierarchical all-reduce for DDP, reduce-scatter + all-gather for FSDP) over
+// the plan's network, cut to a given number of optimizer steps. Runs in a forked child
+// (sim/isolated_run.h) and returns the per-step intervals and the run's metrics.
 #pragma once
 
 #include <cstdint>
@@ -15,19 +17,38 @@
 
 namespace simreplay::plan {
 
+// The links the candidate's collectives travel over (docs/planning.md, "Communication").
+struct CandidateNetwork {
+  double nic_bytes_per_s = 100e9;        // per node, each direction
+  double nic_latency_s = 5e-6;           // per message hop between nodes
+  double intra_node_bytes_per_s = 300e9;  // GPU to GPU inside a node, each direction
+  double intra_node_latency_s = 2e-6;
+  double overlap = 0;  // fraction of the step that is backward (DDP buckets go out during it)
+};
+
+// PyTorch DDP's default bucket (bucket_cap_mb = 25). A billion-parameter model has a hundred such
+// buckets per step; the simulation sends at most kMaxSimulatedBuckets (larger ones), which keeps the
+// overlap with backward at that granularity and costs a candidate seconds instead of minutes. Without
+// overlap the gradients go as one bucket: the same bytes, the per-bucket latencies dropped
+// (docs/planning.md, "Communication").
+inline constexpr double kDdpBucketBytes = 25e6;
+inline constexpr double kMaxSimulatedBuckets = 16;
+double SimulatedBucketBytes(double gradient_bytes, double overlap);
+
 struct CandidateSimSetup {
   nlohmann::json scenario_json;  // the base scenario (no sweep)
   std::string scenario_path;
   int gpus_per_node = 1;
   int nodes = 1;
-  int64_t dataset_samples = 0;      // the whole dataset (all nodes)
-  double step_time_s = 0;           // one micro-batch on this GPU
-  double exposed_collective_s = 0;  // per optimizer step
+  int64_t dataset_samples = 0;  // the whole dataset (all nodes)
+  double step_time_s = 0;       // one micro-batch on this GPU
+  double gradient_bytes = 0;    // reduced every optimizer step (0: no communication)
+  bool fsdp = false;            // ZeRO-3: reduce-scatter of gradients + all-gather of parameters
+  CandidateNetwork network;
 };
 
-// Prepares the node simulation of `steps` optimizer steps (in the parent: children inherit the costs).
-// The node stands for every node: it gets its share of the dataset, so its ranks see the epochs that
-// DistributedSampler gives each of the job's ranks.
+// Prepares the cluster simulation of `steps` optimizer steps (in the parent: children inherit the
+// costs). DistributedSampler splits the whole dataset over the N x G ranks.
 Result<sim::PreparedPoint> PrepareCandidate(const CandidateSimSetup& setup, int64_t steps, sim::CostCache* cache);
 
 // The job: simulates `point` and returns {"interval_s": [per optimizer step], "metrics": {...}}.
@@ -35,11 +56,15 @@ sim::IsolatedJob MakeCandidateJob(const sim::PreparedPoint& point);
 
 struct CandidateRun {
   std::vector<double> interval_s;
-  nlohmann::json metrics;
+  nlohmann::json metrics;  // sim/metrics.h SummarizeMetrics, without the per-rank and per-node arrays
 };
 Result<CandidateRun> ParseCandidateRun(const Result<std::string>& output);
 
-// Micro-batches per epoch of one rank for the node simulation prepared by PrepareCandidate.
+// A run as stored in a plan's point file (scenarios/point_store.h), and back.
+nlohmann::json CandidateRunJson(const CandidateRun& run);
+Result<CandidateRun> CandidateRunFromJson(const nlohmann::json& j);
+
+// Micro-batches per epoch of one rank for the simulation prepared by PrepareCandidate.
 int64_t MicroBatchesPerEpoch(const sim::PreparedPoint& point);
 
 }  // namespace simreplay::plan

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "common/text_escape.h"
 #include "sim/metrics.h"
 
 namespace simreplay::plan {
@@ -96,13 +97,6 @@ json RowJson(const PlanOutcome& o, const CandidateRow& r) {
   return j;
 }
 
-std::string CsvEscape(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 std::string Cell(const json& v) {
   if (v.is_null()) return "";
   if (v.is_string()) return v.get<std::string>();
@@ -113,23 +107,6 @@ std::string Cell(const json& v) {
     return Join(parts, ";");
   }
   return v.dump();
-}
-
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
 }
 
 const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};

@@ -280,6 +280,7 @@ Result<PlanSpec> ParsePlan(const std::string& text, const std::string& path) {
   PlanReader r(path, text);
   PlanSpec plan;
   plan.path = path;
+  plan.document = j;
   const std::string base = scenarios::DirectoryOf(path);
   SIMREPLAY_RETURN_IF_ERROR(r.Keys(j, "",
                                    {"schema", "scenario", "job", "measured_on", "scenario_by_gpu", "candidates",

@@ -120,6 +120,7 @@ struct PlanSpec {
   std::map<std::string, double> prices_per_gpu_hour;
   std::string preflight_path;  // resolved; may be empty
   std::string catalogue_path;  // resolved; empty = built-in catalogue
+  nlohmann::json document;     // the plan file as parsed (hashed into the identity of its candidate runs)
 };
 
 // Loads and validates a plan file. Error messages: "FILE:LINE: what was expected, what was found".

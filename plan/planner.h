@@ -4,18 +4,25 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "plan/candidate_sim.h"
 #include "plan/collective_estimate.h"
 #include "plan/goodput.h"
 #include "plan/memory_fit.h"
 #include "plan/plan_spec.h"
 #include "plan/preflight_input.h"
 #include "plan/steady_state.h"
+#include "scenarios/point_store.h"
+#include "scenarios/sweep_identity.h"
+#include "sim/point_runner.h"
 
 namespace simreplay::plan {
 
@@ -78,6 +85,70 @@ struct PlanOptions {
   std::function<void(const std::string&, size_t, size_t)> progress;
 };
 
+// The step time of one micro-batch on a GPU type and where it comes from.
+struct GpuStep {
+  double step_s = 0;
+  bool measured = false;  // on that very GPU (a CUDA trace/model or a CUDA preflight)
+  std::string source;
+  std::string scenario_path;  // the scenario this GPU's candidates simulate
+  nlohmann::json scenario_json;
+  std::vector<std::string> warnings;  // from the scenario's preparation (extrapolation)
+};
+
+// Everything known before any candidate is simulated. The candidates that fit in GPU memory are the
+// plan's points (in row order): what `plan --shard I/N` divides and `plan --merge` joins, stored like
+// what-if points (scenarios/point_store.h).
+struct PlanSetup {
+  PlanOutcome out;  // spec, and rows with memory fit, step time, steps and the closed-form collective
+  std::map<std::string, GpuStep> steps;
+  std::vector<size_t> point_rows;          // rows simulated, in point order
+  std::vector<CandidateSimSetup> sims;     // per point
+  std::vector<std::string> point_labels;   // per point: "h100-sxm x 4 nodes (fsdp)"
+  std::vector<std::pair<std::string, nlohmann::json>> PointAxes(size_t point) const;
+  std::optional<PreflightInputs> preflight;
+  double checkpoint_bytes = 0, write_bytes_per_s = 0, read_bytes_per_s = 0, restart_s = 0;
+  bool restart_includes_read = false;
+  double peak_memory_bytes = 0;
+  int grad_accum = 1;
+  int64_t dataset_samples = 0;
+  std::shared_ptr<sim::CostCache> cache;
+};
+
+// Reads the catalogue, the scenarios and the preflight, and lays out the candidates.
+Result<PlanSetup> PreparePlan(const PlanSpec& spec, const std::string& preflight_override);
+
+// What the candidate runs depend on: the plan file, every scenario, the preflight and catalogue files,
+// the models and traces they read, and the simreplay version.
+Result<scenarios::SweepIdentity> IdentifyPlan(const PlanSetup& setup);
+
+struct CandidateRunOptions {
+  int jobs = 1;
+  scenarios::ShardSpec shard;                  // which points this process simulates
+  const scenarios::PointStore* store = nullptr;  // saves each point as it finishes (nullptr: memory only)
+  bool resume = false;                         // with a store: keep its finished points
+  std::function<void(size_t done, size_t total)> progress;  // simulation runs of this process
+};
+
+struct CandidateRunSummary {
+  size_t owned = 0, reused = 0, simulated = 0;
+  std::vector<std::optional<CandidateRun>> runs;  // by point; set for the points this process simulated
+  std::vector<std::pair<size_t, Status>> failures;
+};
+
+// Simulates the owned points to a steady state: 240 steps (simulation.initial_steps), 4 x longer while
+// not steady and shorter than the job, up to simulation.max_steps. A point whose simulation fails is
+// recorded (in the store's failed/ too) and the others go on; a point that cannot be prepared or
+// saved fails the call.
+Result<CandidateRunSummary> SimulateCandidates(const PlanSetup& setup, const CandidateRunOptions& options);
+
+// The candidate runs of every point, read from sweep directories (a plan's shards). Fails listing the
+// missing points, or when a point belongs to another plan.
+Result<std::vector<CandidateRun>> LoadCandidateRuns(const PlanSetup& setup, const std::vector<std::string>& dirs);
+
+// Throughput, goodput, budget, days, cost and the recommendation from one run per point.
+Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>& runs);
+
+// All three steps in one process, without a store.
 Result<PlanOutcome> RunPlan(const PlanSpec& spec, const PlanOptions& options);
 
 }  // namespace simreplay::plan

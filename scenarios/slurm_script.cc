@@ -21,6 +21,13 @@ std::string CommonHeader(const SlurmOptions& o, const std::string& job_name, con
   return s;
 }
 
+// " ARG1 ARG2...": options bare, everything else quoted for the shell.
+std::string QuotedArguments(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) s += " " + (a.starts_with("-") ? a : ShellQuote(a));
+  return s;
+}
+
 }  // namespace
 
 size_t DefaultArraySize(size_t point_count) {
@@ -75,6 +82,7 @@ std::string SweepArrayScript(const SlurmOptions& o) {
       "\"${{SLURM_CPUS_PER_TASK:-1}}\"",
       ShellQuote(o.binary), o.verb, ShellQuote(o.scenario), ShellQuote(o.out_dir), tasks);
   if (o.point_timeout_s > 0) s += fmt::format(" --point-timeout {:g}", o.point_timeout_s);
+  s += QuotedArguments(o.task_args);
   return s + "\n";
 }
 
@@ -87,8 +95,8 @@ std::string MergeScript(const SlurmOptions& o) {
   s += "set -euo pipefail\n";
   const std::vector<std::string> args =
       o.merge_args.empty() ? std::vector<std::string>{"merge", o.out_dir, "--out", o.out_dir} : o.merge_args;
-  s += "exec " + ShellQuote(o.binary) + " " + args[0];  // the verb, then quoted arguments (options bare)
-  for (size_t i = 1; i < args.size(); ++i) s += " " + (args[i].starts_with("-") ? args[i] : ShellQuote(args[i]));
+  s += "exec " + ShellQuote(o.binary) + " " + args[0];  // the verb, then its arguments
+  s += QuotedArguments({args.begin() + 1, args.end()});
   return s + "\n";
 }
 

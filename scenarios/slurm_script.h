@@ -29,6 +29,7 @@ struct SlurmOptions {
   // (a planner can run its own verb), and the merge job's arguments after BINARY (default: `merge DIR
   // --out DIR`).
   std::string verb = "what-if";
+  std::vector<std::string> task_args;  // further arguments of every task's command (e.g. --preflight P)
   std::vector<std::string> merge_args;
 };
 

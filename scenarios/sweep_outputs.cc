@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/atomic_file.h"
+#include "common/text_escape.h"
 
 namespace simreplay::scenarios {
 
@@ -33,30 +34,6 @@ std::string Cell(const nlohmann::json* v) {
   if (v->is_string()) return v->get<std::string>();
   if (v->is_number_float()) return fmt::format("{:.9g}", v->get<double>());
   return v->dump();
-}
-
-std::string CsvEscape(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
 }
 
 // An SVG line chart of `metric` against the first axis, one line per combination of the other axes.

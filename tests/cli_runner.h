@@ -1,10 +1,13 @@
 // Runs the simreplay binary under test (SIMREPLAY_BINARY, set by CMake) and captures its exit code and
-// output, for the end-to-end tests of the CLI verbs.
+// output, for the end-to-end tests of the CLI verbs; and reads their output files.
 #pragma once
 
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace simreplay::testing {
@@ -22,6 +25,14 @@ inline CliOutcome RunCli(const std::string& args) {
   while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
   int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// The whole file as bytes ("" when it cannot be read): outputs are compared byte for byte.
+inline std::string Slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace simreplay::testing

@@ -20,13 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using simreplay::testing::RunCli;
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using simreplay::testing::Slurp;
 
 fs::path Fresh(const std::string& name) {
   fs::path dir = fs::path(::testing::TempDir()) / name;

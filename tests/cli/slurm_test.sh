@@ -4,7 +4,8 @@
 # state under a temporary directory, non-default ports so a site's own Slurm is left alone), runs a
 # 200-point sweep as a job array with a dependent merge job, cancels one array task mid-run, shows the
 # merge listing the missing points, resubmits (only the cancelled task runs again, its finished points
-# kept) and compares the merged results byte for byte with a single-process what-if. Then stops the
+# kept) and compares the merged results byte for byte with a single-process what-if; then runs a
+# plan's candidates the same way (plan --slurm --submit) against a single-process plan. Then stops the
 # daemons and removes its files. Exit 77 (ctest: skipped) only where Slurm cannot be installed or run.
 #
 # Usage: slurm_test.sh SIMREPLAY_BINARY SOURCE_DIR        (about 1-3 minutes on 2 cores)
@@ -188,3 +189,21 @@ for f in results.csv results.json report.html; do
   cmp "$WORK/reference/$f" "$OUT/$f" || { echo "$f differs from the single-process what-if"; exit 1; }
 done
 say "PASS: 200 points on Slurm (array of $TASKS, one task cancelled and resubmitted) byte-identical to one process"
+
+# --- A plan's candidates on the same Slurm (plan --slurm: an array of `plan --shard` tasks and a
+# dependent `plan --merge` job), compared with a single-process plan byte for byte.
+mkdir -p "$WORK/plan"
+cp "$SRC/tests/plan/data/small_plan.json" "$WORK/plan/plan.json"
+sed -i "s#\.\./\.\./\.\./examples#$SRC/examples#" "$WORK/plan/plan.json"
+say "plan: single-process reference"
+"$BIN" plan "$WORK/plan/plan.json" --out "$WORK/plan-reference" --jobs "$cpus" >/dev/null
+say "plan: submitting its job array"
+"$BIN" plan "$WORK/plan/plan.json" --out "$WORK/plan-out" --slurm --submit --array-size 3 --cpus-per-task 1 \
+  --time 00:30:00 | tee "$WORK/plan-submit.txt"
+grep -q "^submitted array job" "$WORK/plan-submit.txt" || { echo "the plan's array was not submitted"; exit 1; }
+wait_for_queue
+for f in plan.json plan.csv report.html; do
+  cmp "$WORK/plan-reference/$f" "$WORK/plan-out/$f" || { echo "plan $f differs from the single-process plan"; exit 1; }
+done
+say "PASS: a plan's candidates on Slurm (array of 3 shards + merge job) byte-identical to one process"
+

@@ -19,16 +19,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_runner.h"  // Slurp
+
 namespace simreplay::testing {
 
 namespace fs = std::filesystem;
-
-inline std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 inline fs::path FreshDir(const std::string& name) {
   fs::path dir = fs::path(::testing::TempDir()) / name;

@@ -81,16 +81,17 @@ void Report(const char* what, const Comparison& c) {
 TEST(Extrapolation, ShortEpochsWithinOnePercentOfFullSimulation) {
   // The trace's own 104-sample dataset: 13 batches per epoch, a non-persistent worker restart at
   // every boundary; 16000 steps = 1231 epochs.
-  CandidateSimSetup setup{Scenario(0), "inline", 1, 1, 104, 0.02, 0};
+  CandidateSimSetup setup{Scenario(0), "inline", 1, 1, 104, 0.02};
   Report("short epochs, 1 GPU", Compare(setup, kJobSteps));
 }
 
 TEST(Extrapolation, LongEpochTwoRanksWithCommunicationWithinOnePercent) {
-  // 2 ranks on one node of a 4-node job (100000 samples: 12500 per rank, one epoch per 1563 steps,
-  // so 10 boundaries in the job), 5 ms of exposed communication per step.
+  // 4 nodes x 2 GPUs (100000 samples: 12500 per rank, one epoch per 1563 steps, so 10 boundaries in
+  // the job), 10 MB of gradients all-reduced every step over 1 GB/s NICs as simulated flows:
+  // 2 x 3/4 x 10 MB / 1 GB/s = 15 ms between nodes, under a millisecond inside them.
   nlohmann::json j = Scenario(0);
-  j["hardware"]["gpus"] = 2;
-  CandidateSimSetup setup{j, "inline", 2, 4, 100000, 0.02, 0.005};
+  CandidateSimSetup setup{j, "inline", 2, 4, 100000, 0.02, 10e6};
+  setup.network.nic_bytes_per_s = 1e9;
   Report("long epochs, 2 GPUs x 4 nodes", Compare(setup, kJobSteps));
 }
 

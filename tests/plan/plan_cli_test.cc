@@ -19,13 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using simreplay::testing::RunCli;
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using simreplay::testing::Slurp;
 
 fs::path Fresh(const std::string& name) {
   fs::path dir = fs::path(::testing::TempDir()) / name;
@@ -207,6 +201,67 @@ TEST(PlanCli, RealCpuPreflightMeasuresCheckpointAndRestartButNotTheGpu) {
   r = RunCli("plan " + kSmall + " --out " + (out / "again").string() + " --preflight " + failed.string());
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("expected a preflight whose checks passed"), std::string::npos) << r.output;
+}
+
+}  // namespace
+
+namespace {
+
+// The plan's candidates are sweep points (issue: "plan uses the same mechanism" as what-if's shards):
+// two shards merged give the bytes of one process; a merge with a shard missing lists it and writes
+// nothing; a resumed plan simulates nothing again; points of another plan are refused; --slurm writes
+// an array of `plan --shard` tasks and a dependent `plan --merge` job.
+TEST(PlanCli, ShardsMergeByteIdenticalResumeAndRefuseAnotherPlan) {
+  fs::path whole = Fresh("plan_whole"), shards = Fresh("plan_shards"), merged = Fresh("plan_merged");
+  auto w = RunCli("plan " + kSmall + " --out " + whole.string());
+  ASSERT_EQ(w.exit_code, 0) << w.output;
+
+  auto s0 = RunCli("plan " + kSmall + " --out " + shards.string() + " --shard 0/2");
+  ASSERT_EQ(s0.exit_code, 0) << s0.output;
+  EXPECT_FALSE(fs::exists(shards / "plan.json")) << "a shard writes points only";
+  auto partial = RunCli("plan " + kSmall + " --merge " + shards.string() + " --out " + merged.string());
+  EXPECT_EQ(partial.exit_code, 1) << partial.output;
+  // 4 candidates fit (a100-40gb needs 70.8 GB per GPU under DDP); shard 0/2 owns points 0 and 2.
+  EXPECT_NE(partial.output.find("2 of 4 points are missing: 1, 3"), std::string::npos) << partial.output;
+  EXPECT_FALSE(fs::exists(merged / "plan.json"));
+
+  auto s1 = RunCli("plan " + kSmall + " --out " + shards.string() + " --shard 1/2");
+  ASSERT_EQ(s1.exit_code, 0) << s1.output;
+  auto m = RunCli("plan " + kSmall + " --merge " + shards.string() + " --out " + merged.string());
+  ASSERT_EQ(m.exit_code, 0) << m.output;
+  for (const char* f : {"plan.json", "plan.csv", "report.html"}) {
+    EXPECT_EQ(Slurp(whole / f), Slurp(merged / f)) << f;
+  }
+
+  const auto before = fs::last_write_time(whole / "points" / "000000.json");
+  auto resumed = RunCli("plan " + kSmall + " --out " + whole.string() + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed: 4 of 4 candidates were already finished"), std::string::npos)
+      << resumed.output;
+  EXPECT_EQ(fs::last_write_time(whole / "points" / "000000.json"), before) << "a finished point was rewritten";
+  EXPECT_EQ(Slurp(whole / "plan.json"), Slurp(merged / "plan.json"));
+
+  // Another plan (one price changed) must not reuse these points.
+  fs::path other_dir = Fresh("plan_other");
+  fs::create_directories(other_dir);
+  std::string text = Slurp(kSmall);
+  text.replace(text.find("\"h100-sxm\": 3.0"), 15, "\"h100-sxm\": 3.5");
+  text.replace(text.find("../../../examples"), 17, std::string(SIMREPLAY_SOURCE_DIR) + "/examples");
+  std::ofstream(other_dir / "plan.json") << text;
+  auto refused = RunCli("plan " + (other_dir / "plan.json").string() + " --merge " + shards.string() + " --out " +
+                        (other_dir / "out").string());
+  EXPECT_EQ(refused.exit_code, 3) << refused.output;
+  EXPECT_NE(refused.output.find("simulated from another plan"), std::string::npos) << refused.output;
+
+  fs::path slurm = Fresh("plan_slurm");
+  auto sb = RunCli("plan " + kSmall + " --out " + slurm.string() + " --slurm --array-size 2");
+  ASSERT_EQ(sb.exit_code, 0) << sb.output;
+  const std::string array = Slurp(slurm / "slurm" / "sweep.sbatch");
+  const std::string merge = Slurp(slurm / "slurm" / "merge.sbatch");
+  EXPECT_NE(array.find(" plan '"), std::string::npos) << array;
+  EXPECT_NE(array.find("--shard \"${SLURM_ARRAY_TASK_ID}/2\" --resume"), std::string::npos) << array;
+  EXPECT_NE(merge.find(" plan '"), std::string::npos) << merge;
+  EXPECT_NE(merge.find(" --merge '"), std::string::npos) << merge;
 }
 
 }  // namespace

@@ -17,13 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using simreplay::testing::RunCli;
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using simreplay::testing::Slurp;
 
 std::string FindChromium() {
   for (const char* path : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
