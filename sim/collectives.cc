@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <simgrid/s4u.hpp>
+#include <string>
 #include <tuple>
 
 #include "common/check.h"
@@ -90,6 +92,10 @@ class FlowCollectives : public Collectives {
     for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather}) {
       plans_[static_cast<size_t>(op)] = Plan(op);
     }
+    if (config.collective_fidelity == CollectiveFidelity::kPerMessage &&
+        config.algorithm == CollectiveAlgorithm::kTree && config.ranks > 1) {
+      StartTreeActors();
+    }
   }
 
   void Run(int rank, CollectiveOp op, double bytes) override {
@@ -110,11 +116,7 @@ class FlowCollectives : public Collectives {
       if (!phase.tree) {
         RunRingMessages(rank, phase, bytes);
       } else {
-        if (++arrived_ == config_.ranks) {
-          arrived_ = 0;
-          RunPhaseFlows(phase, bytes);
-        }
-        barrier_->wait();
+        RunTreeMessages(rank, bytes);
       }
     }
   }
@@ -288,6 +290,121 @@ class FlowCollectives : public Collectives {
     }
     barrier_->wait();
   }
+
+  // Per message, double binary tree (NCCL's pipelined tree): each tree carries S/2 in chunks of at
+  // most kTreeChunkBytes. Per rank and tree, a reduce actor waits for chunk c from every child, then
+  // sends it to its parent (the root hands it to its own broadcast actor); a broadcast actor waits for
+  // chunk c from its parent, then sends it to every child at once. Both trees and both directions run
+  // concurrently; each chunk is its own SimGrid flow, paying its route latency. A rank's collective
+  // ends when both its broadcast actors have passed on the last chunk.
+  static constexpr double kTreeChunkBytes = 8.0 * 1024 * 1024;
+
+  struct TreeRank {
+    int parent = -1;
+    std::vector<int> children;
+    LinkClassCounts up_links{};               // to the parent
+    std::vector<LinkClassCounts> down_links;  // to each child
+    sg4::SemaphorePtr start_reduce, start_broadcast;
+    sg4::SemaphorePtr chunk_up;    // released when a chunk from this rank reached its parent
+    sg4::SemaphorePtr chunk_down;  // released when a chunk reached this rank from above (or was reduced at the root)
+  };
+
+  void StartTreeActors() {
+    const std::vector<int> order = topology_.RingOrder();
+    const int n = config_.ranks;
+    auto trees = models::DoubleBinaryTree(n);
+    for (size_t t = 0; t < trees.size(); ++t) {
+      std::vector<TreeRank> ranks(static_cast<size_t>(n));
+      for (int p = 0; p < n; ++p) {
+        TreeRank& tr = ranks[static_cast<size_t>(order[static_cast<size_t>(p)])];
+        const int parent_pos = trees[t].parent[static_cast<size_t>(p)];
+        const int self = order[static_cast<size_t>(p)];
+        if (parent_pos >= 0) {
+          tr.parent = order[static_cast<size_t>(parent_pos)];
+          tr.up_links =
+              CountLinkClasses(topology_, topology_.Route(topology_.GpuVertex(self), topology_.GpuVertex(tr.parent)));
+        }
+        for (int c : trees[t].children[static_cast<size_t>(p)]) {
+          const int child = order[static_cast<size_t>(c)];
+          tr.children.push_back(child);
+          tr.down_links.push_back(
+              CountLinkClasses(topology_, topology_.Route(topology_.GpuVertex(self), topology_.GpuVertex(child))));
+        }
+        tr.start_reduce = sg4::Semaphore::create(0);
+        tr.start_broadcast = sg4::Semaphore::create(0);
+        tr.chunk_up = sg4::Semaphore::create(0);
+        tr.chunk_down = sg4::Semaphore::create(0);
+      }
+      tree_ranks_.push_back(std::move(ranks));
+    }
+    tree_done_.clear();
+    for (int r = 0; r < n; ++r) tree_done_.push_back(sg4::Semaphore::create(0));
+    for (size_t t = 0; t < tree_ranks_.size(); ++t) {
+      for (int r = 0; r < n; ++r) {
+        const std::string name = "tree" + std::to_string(t) + "-r" + std::to_string(r);
+        sg4::Actor::create(name + "-reduce", Gpu(r), [this, t, r] { TreeReduce(t, r); })->daemonize();
+        sg4::Actor::create(name + "-bcast", Gpu(r), [this, t, r] { TreeBroadcast(t, r); })->daemonize();
+      }
+    }
+  }
+
+  int TreeChunks() const { return std::max(1, static_cast<int>(std::ceil(tree_bytes_ / 2 / kTreeChunkBytes))); }
+
+  void TreeReduce(size_t t, int r) {
+    TreeRank& self = tree_ranks_[t][static_cast<size_t>(r)];
+    while (true) {
+      self.start_reduce->acquire();
+      const int chunks = TreeChunks();
+      const double chunk = tree_bytes_ / 2 / chunks;
+      for (int c = 0; c < chunks; ++c) {
+        for (int child : self.children) tree_ranks_[t][static_cast<size_t>(child)].chunk_up->acquire();
+        if (self.parent < 0) {
+          self.chunk_down->release();  // the root's reduced chunk goes straight to its broadcast
+          continue;
+        }
+        sg4::Comm::sendto(Gpu(r), Gpu(self.parent), static_cast<uint64_t>(chunk));
+        AddLinkBytes(self.up_links, static_cast<double>(static_cast<uint64_t>(chunk)), link_load_);
+        self.chunk_up->release();
+      }
+    }
+  }
+
+  void TreeBroadcast(size_t t, int r) {
+    TreeRank& self = tree_ranks_[t][static_cast<size_t>(r)];
+    while (true) {
+      self.start_broadcast->acquire();
+      const int chunks = TreeChunks();
+      const double chunk = tree_bytes_ / 2 / chunks;
+      for (int c = 0; c < chunks; ++c) {
+        self.chunk_down->acquire();
+        std::vector<sg4::CommPtr> sends;
+        for (size_t i = 0; i < self.children.size(); ++i) {
+          const int child = self.children[i];
+          sends.push_back(sg4::Comm::sendto_async(Gpu(r), Gpu(child), static_cast<uint64_t>(chunk)));
+          AddLinkBytes(self.down_links[i], static_cast<double>(static_cast<uint64_t>(chunk)), link_load_);
+        }
+        sg4::Comm::wait_all(sends);
+        for (int child : self.children) tree_ranks_[t][static_cast<size_t>(child)].chunk_down->release();
+      }
+      tree_done_[static_cast<size_t>(r)]->release();
+    }
+  }
+
+  // Every rank has its buffer ready (the barrier before the phases), then its reduce and broadcast
+  // actors of both trees run; the rank waits for both broadcasts, then for every rank.
+  void RunTreeMessages(int rank, double bytes) {
+    tree_bytes_ = bytes;
+    for (auto& ranks : tree_ranks_) {
+      ranks[static_cast<size_t>(rank)].start_reduce->release();
+      ranks[static_cast<size_t>(rank)].start_broadcast->release();
+    }
+    for (size_t t = 0; t < tree_ranks_.size(); ++t) tree_done_[static_cast<size_t>(rank)]->acquire();
+    barrier_->wait();
+  }
+
+  std::vector<std::vector<TreeRank>> tree_ranks_;  // by tree, then rank
+  std::vector<sg4::SemaphorePtr> tree_done_;       // by rank: one release per tree when its broadcast is done
+  double tree_bytes_ = 0;                          // S of the tree all-reduce in flight
 
   const RunConfig& config_;
   const models::ClusterTopology& topology_;
