@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <map>
 #include <simgrid/s4u.hpp>
+#include <string>
+#include <tuple>
 
 #include "common/check.h"
 
@@ -58,18 +62,21 @@ struct Ring {
   std::vector<LinkClassCounts> edge_links;  // by position: links crossed from member i to i + 1
 };
 
+// One aggregated flow: a ring edge's (or tree edge's) bytes for the whole phase.
 struct Flow {
-  int to = 0;
+  int from = 0, to = 0;
   double fraction = 0;  // of S
   LinkClassCounts links{};
+  int copies = 1;  // identical flows this one stands for (see Deduplicate)
 };
 
 // One phase: a set of rings (or tree flows) that run at once; the next phase starts when all are done.
 struct Phase {
   std::vector<Ring> rings;
-  std::vector<int> ring_of, position;         // by rank: index into rings (-1: none) and place in it
-  std::vector<std::vector<Flow>> tree_flows;  // by rank (tree phases)
-  double tree_extra_latency_s = 0;
+  std::vector<int> ring_of, position;  // by rank: index into rings (-1: none) and place in it
+  bool tree = false;
+  std::vector<Flow> flows;     // aggregated form: what is simulated
+  double extra_latency_s = 0;  // aggregated form: the latency of the steps folded into the flows
 };
 
 class FlowCollectives : public Collectives {
@@ -85,16 +92,31 @@ class FlowCollectives : public Collectives {
     for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather}) {
       plans_[static_cast<size_t>(op)] = Plan(op);
     }
+    if (config.collective_fidelity == CollectiveFidelity::kPerMessage &&
+        config.algorithm == CollectiveAlgorithm::kTree && config.ranks > 1) {
+      StartTreeActors();
+    }
   }
 
   void Run(int rank, CollectiveOp op, double bytes) override {
+    const auto& plan = plans_[static_cast<size_t>(op)];
+    if (config_.collective_fidelity == CollectiveFidelity::kAggregated) {
+      // The last rank to arrive (every buffer is ready) runs every phase's flows for all; the others
+      // wait at the barrier, which it joins when the last phase is done. One blocking call per rank.
+      if (++arrived_ == config_.ranks) {
+        arrived_ = 0;
+        for (const Phase& phase : plan) RunPhaseFlows(phase, bytes);
+      }
+      barrier_->wait();
+      return;
+    }
     barrier_->wait();  // every rank has its buffer ready
-    for (const Phase& phase : plans_[static_cast<size_t>(op)]) {
-      if (phase.rings.empty() && phase.tree_flows.empty()) continue;  // e.g. one GPU per node
-      if (config_.collective_fidelity == CollectiveFidelity::kPerMessage && phase.tree_flows.empty()) {
+    for (const Phase& phase : plan) {
+      if (phase.flows.empty()) continue;  // e.g. one GPU per node
+      if (!phase.tree) {
         RunRingMessages(rank, phase, bytes);
       } else {
-        RunAggregated(rank, phase, bytes);
+        RunTreeMessages(rank, bytes);
       }
     }
   }
@@ -127,20 +149,60 @@ class FlowCollectives : public Collectives {
     phase.ring_of.assign(static_cast<size_t>(config_.ranks), -1);
     phase.position.assign(static_cast<size_t>(config_.ranks), 0);
     for (size_t i = 0; i < phase.rings.size(); ++i) {
-      const auto& members = phase.rings[i].members;
+      const Ring& ring = phase.rings[i];
+      const auto& members = ring.members;
       for (size_t p = 0; p < members.size(); ++p) {
         phase.ring_of[static_cast<size_t>(members[p])] = static_cast<int>(i);
         phase.position[static_cast<size_t>(members[p])] = static_cast<int>(p);
+        phase.flows.push_back(Flow{members[p], members[(p + 1) % members.size()], ring.steps * ring.fraction_per_step,
+                                   ring.edge_links[p], 1});
       }
+      phase.extra_latency_s = std::max(phase.extra_latency_s, (ring.steps - 1) * ring.step_latency_s);
     }
+    Deduplicate(&phase);
     return phase;
+  }
+
+  // Flows that run alone on their links (every link of the route is an intra-node link no other flow
+  // of the phase crosses: NVLink edges of a flat ring, intra-node rings) take latency + bytes / rate
+  // whatever the others do, because only collectives use those links and one phase runs at a time. Such
+  // flows with the same bytes, route latency and slowest link finish at the same instant: one of them
+  // is simulated for all (`copies`), which is exact. Flows crossing a NIC stay one per edge: they
+  // compete with each other and with storage traffic.
+  void Deduplicate(Phase* phase) const {
+    std::map<std::pair<int, bool>, int> uses;
+    std::vector<std::vector<models::Hop>> routes;
+    for (const Flow& f : phase->flows) {
+      routes.push_back(topology_.Route(topology_.GpuVertex(f.from), topology_.GpuVertex(f.to)));
+      for (const models::Hop& h : routes.back()) ++uses[{h.link, h.up}];
+    }
+    std::vector<Flow> kept;
+    std::map<std::tuple<double, double, double>, size_t> representative;
+    for (size_t i = 0; i < phase->flows.size(); ++i) {
+      const auto& route = routes[i];
+      const bool alone = std::all_of(route.begin(), route.end(), [&](const models::Hop& h) {
+        return topology_.links()[static_cast<size_t>(h.link)].link_class == models::LinkClass::kIntraNode &&
+               uses[{h.link, h.up}] == 1;
+      });
+      const Flow& f = phase->flows[i];
+      if (alone) {
+        const auto key = std::make_tuple(f.fraction, topology_.RouteLatencyS(route), topology_.RouteBytesPerS(route));
+        auto [it, inserted] = representative.emplace(key, kept.size());
+        if (!inserted) {
+          ++kept[it->second].copies;
+          continue;
+        }
+      }
+      kept.push_back(f);
+    }
+    phase->flows = std::move(kept);
   }
 
   Phase TreePhase() const {
     const std::vector<int> order = topology_.RingOrder();
     const int n = config_.ranks;
     Phase phase;
-    phase.tree_flows.assign(static_cast<size_t>(n), {});
+    phase.tree = true;
     int depth = 0;
     double hop_latency_s = 0;
     for (const models::BinaryTree& tree : models::DoubleBinaryTree(n)) {
@@ -152,15 +214,14 @@ class FlowCollectives : public Collectives {
         // Each tree carries half the buffer: reduce towards the root, broadcast back.
         const auto up = topology_.Route(topology_.GpuVertex(child_rank), topology_.GpuVertex(parent_rank));
         const auto down = topology_.Route(topology_.GpuVertex(parent_rank), topology_.GpuVertex(child_rank));
-        phase.tree_flows[static_cast<size_t>(child_rank)].push_back(
-            {parent_rank, 0.5, CountLinkClasses(topology_, up)});
-        phase.tree_flows[static_cast<size_t>(parent_rank)].push_back(
-            {child_rank, 0.5, CountLinkClasses(topology_, down)});
+        phase.flows.push_back({child_rank, parent_rank, 0.5, CountLinkClasses(topology_, up), 1});
+        phase.flows.push_back({parent_rank, child_rank, 0.5, CountLinkClasses(topology_, down), 1});
         hop_latency_s = std::max(hop_latency_s, topology_.RouteLatencyS(up));
       }
     }
     // The flows pay one hop latency; the pipeline's fill and drain pay the rest of 2 x depth hops.
-    phase.tree_extra_latency_s = std::max(0, 2 * depth - 1) * hop_latency_s;
+    phase.extra_latency_s = std::max(0, 2 * depth - 1) * hop_latency_s;
+    Deduplicate(&phase);
     return phase;
   }
 
@@ -199,38 +260,17 @@ class FlowCollectives : public Collectives {
   }
 
   // Aggregated: one flow per ring edge carrying every step's bytes (or the tree's flows), then the
-  // latency of the steps folded into it; a barrier closes the phase (every piece has arrived).
-  void RunAggregated(int rank, const Phase& phase, double bytes) {
+  // latency of the steps folded into it. Run by one actor for all ranks while they wait.
+  void RunPhaseFlows(const Phase& phase, double bytes) {
+    if (phase.flows.empty()) return;
     std::vector<sg4::CommPtr> sends;
-    double extra_latency_s = 0;
-    if (!phase.tree_flows.empty()) {
-      for (const Flow& f : phase.tree_flows[static_cast<size_t>(rank)]) {
-        sends.push_back(sg4::Comm::sendto_async(Gpu(rank), Gpu(f.to), static_cast<uint64_t>(f.fraction * bytes)));
-        AddLinkBytes(f.links, f.fraction * bytes, link_load_);
-      }
-      extra_latency_s = phase.tree_extra_latency_s;
-    } else {
-      size_t pos = 0;
-      if (const Ring* ring = RingOf(rank, phase, &pos)) {
-        const int next = ring->members[(pos + 1) % ring->members.size()];
-        const double ring_bytes = ring->steps * ring->fraction_per_step * bytes;
-        sends.push_back(sg4::Comm::sendto_async(Gpu(rank), Gpu(next), static_cast<uint64_t>(ring_bytes)));
-        AddLinkBytes(ring->edge_links[pos], ring_bytes, link_load_);
-        extra_latency_s = (ring->steps - 1) * ring->step_latency_s;
-      } else {
-        // Not in any ring this phase (a one-member group): still wait for the others below.
-        extra_latency_s = MaxExtraLatency(phase);
-      }
+    sends.reserve(phase.flows.size());
+    for (const Flow& f : phase.flows) {
+      sends.push_back(sg4::Comm::sendto_async(Gpu(f.from), Gpu(f.to), static_cast<uint64_t>(f.fraction * bytes)));
+      AddLinkBytes(f.links, f.copies * f.fraction * bytes, link_load_);
     }
-    for (auto& c : sends) c->wait();
-    barrier_->wait();
-    if (extra_latency_s > 0) sg4::this_actor::sleep_for(extra_latency_s);
-  }
-
-  double MaxExtraLatency(const Phase& phase) const {
-    double s = 0;
-    for (const Ring& ring : phase.rings) s = std::max(s, (ring.steps - 1) * ring.step_latency_s);
-    return s;
+    sg4::Comm::wait_all(sends);
+    if (phase.extra_latency_s > 0) sg4::this_actor::sleep_for(phase.extra_latency_s);
   }
 
   // Per message: step k sends one chunk to the successor and waits for the predecessor's chunk of
@@ -251,6 +291,121 @@ class FlowCollectives : public Collectives {
     barrier_->wait();
   }
 
+  // Per message, double binary tree (NCCL's pipelined tree): each tree carries S/2 in chunks of at
+  // most kTreeChunkBytes. Per rank and tree, a reduce actor waits for chunk c from every child, then
+  // sends it to its parent (the root hands it to its own broadcast actor); a broadcast actor waits for
+  // chunk c from its parent, then sends it to every child at once. Both trees and both directions run
+  // concurrently; each chunk is its own SimGrid flow, paying its route latency. A rank's collective
+  // ends when both its broadcast actors have passed on the last chunk.
+  static constexpr double kTreeChunkBytes = 8.0 * 1024 * 1024;
+
+  struct TreeRank {
+    int parent = -1;
+    std::vector<int> children;
+    LinkClassCounts up_links{};               // to the parent
+    std::vector<LinkClassCounts> down_links;  // to each child
+    sg4::SemaphorePtr start_reduce, start_broadcast;
+    sg4::SemaphorePtr chunk_up;    // released when a chunk from this rank reached its parent
+    sg4::SemaphorePtr chunk_down;  // released when a chunk reached this rank from above (or was reduced at the root)
+  };
+
+  void StartTreeActors() {
+    const std::vector<int> order = topology_.RingOrder();
+    const int n = config_.ranks;
+    auto trees = models::DoubleBinaryTree(n);
+    for (size_t t = 0; t < trees.size(); ++t) {
+      std::vector<TreeRank> ranks(static_cast<size_t>(n));
+      for (int p = 0; p < n; ++p) {
+        TreeRank& tr = ranks[static_cast<size_t>(order[static_cast<size_t>(p)])];
+        const int parent_pos = trees[t].parent[static_cast<size_t>(p)];
+        const int self = order[static_cast<size_t>(p)];
+        if (parent_pos >= 0) {
+          tr.parent = order[static_cast<size_t>(parent_pos)];
+          tr.up_links =
+              CountLinkClasses(topology_, topology_.Route(topology_.GpuVertex(self), topology_.GpuVertex(tr.parent)));
+        }
+        for (int c : trees[t].children[static_cast<size_t>(p)]) {
+          const int child = order[static_cast<size_t>(c)];
+          tr.children.push_back(child);
+          tr.down_links.push_back(
+              CountLinkClasses(topology_, topology_.Route(topology_.GpuVertex(self), topology_.GpuVertex(child))));
+        }
+        tr.start_reduce = sg4::Semaphore::create(0);
+        tr.start_broadcast = sg4::Semaphore::create(0);
+        tr.chunk_up = sg4::Semaphore::create(0);
+        tr.chunk_down = sg4::Semaphore::create(0);
+      }
+      tree_ranks_.push_back(std::move(ranks));
+    }
+    tree_done_.clear();
+    for (int r = 0; r < n; ++r) tree_done_.push_back(sg4::Semaphore::create(0));
+    for (size_t t = 0; t < tree_ranks_.size(); ++t) {
+      for (int r = 0; r < n; ++r) {
+        const std::string name = "tree" + std::to_string(t) + "-r" + std::to_string(r);
+        sg4::Actor::create(name + "-reduce", Gpu(r), [this, t, r] { TreeReduce(t, r); })->daemonize();
+        sg4::Actor::create(name + "-bcast", Gpu(r), [this, t, r] { TreeBroadcast(t, r); })->daemonize();
+      }
+    }
+  }
+
+  int TreeChunks() const { return std::max(1, static_cast<int>(std::ceil(tree_bytes_ / 2 / kTreeChunkBytes))); }
+
+  void TreeReduce(size_t t, int r) {
+    TreeRank& self = tree_ranks_[t][static_cast<size_t>(r)];
+    while (true) {
+      self.start_reduce->acquire();
+      const int chunks = TreeChunks();
+      const double chunk = tree_bytes_ / 2 / chunks;
+      for (int c = 0; c < chunks; ++c) {
+        for (int child : self.children) tree_ranks_[t][static_cast<size_t>(child)].chunk_up->acquire();
+        if (self.parent < 0) {
+          self.chunk_down->release();  // the root's reduced chunk goes straight to its broadcast
+          continue;
+        }
+        sg4::Comm::sendto(Gpu(r), Gpu(self.parent), static_cast<uint64_t>(chunk));
+        AddLinkBytes(self.up_links, static_cast<double>(static_cast<uint64_t>(chunk)), link_load_);
+        self.chunk_up->release();
+      }
+    }
+  }
+
+  void TreeBroadcast(size_t t, int r) {
+    TreeRank& self = tree_ranks_[t][static_cast<size_t>(r)];
+    while (true) {
+      self.start_broadcast->acquire();
+      const int chunks = TreeChunks();
+      const double chunk = tree_bytes_ / 2 / chunks;
+      for (int c = 0; c < chunks; ++c) {
+        self.chunk_down->acquire();
+        std::vector<sg4::CommPtr> sends;
+        for (size_t i = 0; i < self.children.size(); ++i) {
+          const int child = self.children[i];
+          sends.push_back(sg4::Comm::sendto_async(Gpu(r), Gpu(child), static_cast<uint64_t>(chunk)));
+          AddLinkBytes(self.down_links[i], static_cast<double>(static_cast<uint64_t>(chunk)), link_load_);
+        }
+        sg4::Comm::wait_all(sends);
+        for (int child : self.children) tree_ranks_[t][static_cast<size_t>(child)].chunk_down->release();
+      }
+      tree_done_[static_cast<size_t>(r)]->release();
+    }
+  }
+
+  // Every rank has its buffer ready (the barrier before the phases), then its reduce and broadcast
+  // actors of both trees run; the rank waits for both broadcasts, then for every rank.
+  void RunTreeMessages(int rank, double bytes) {
+    tree_bytes_ = bytes;
+    for (auto& ranks : tree_ranks_) {
+      ranks[static_cast<size_t>(rank)].start_reduce->release();
+      ranks[static_cast<size_t>(rank)].start_broadcast->release();
+    }
+    for (size_t t = 0; t < tree_ranks_.size(); ++t) tree_done_[static_cast<size_t>(rank)]->acquire();
+    barrier_->wait();
+  }
+
+  std::vector<std::vector<TreeRank>> tree_ranks_;  // by tree, then rank
+  std::vector<sg4::SemaphorePtr> tree_done_;       // by rank: one release per tree when its broadcast is done
+  double tree_bytes_ = 0;                          // S of the tree all-reduce in flight
+
   const RunConfig& config_;
   const models::ClusterTopology& topology_;
   const Platform& platform_;
@@ -258,6 +413,7 @@ class FlowCollectives : public Collectives {
   sg4::BarrierPtr barrier_;
   std::vector<sg4::SemaphorePtr> received_;
   std::array<std::vector<Phase>, 3> plans_;
+  int arrived_ = 0;  // ranks inside the current collective (aggregated) or tree phase
 };
 
 }  // namespace

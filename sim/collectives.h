@@ -9,8 +9,11 @@
 // The network algorithms issue real SimGrid communications between GPU hosts, so they contend with
 // each other and with storage traffic for links. Aggregated form (default): one flow per ring edge (or
 // tree edge) per phase carrying the algorithm's total bytes, plus the latency of the steps folded
-// into it; per-message form (ring phases only): every ring step as its own message. docs/modelling.md
-// states the difference measured between the two.
+// into it, all issued by the last rank to arrive while the others wait at one barrier; flows that run
+// alone on intra-node links (a flat ring's NVLink edges) are simulated once for all identical ones,
+// which is exact (docs/performance.md). Per-message form: every ring step as its own message; the
+// tree as NCCL's pipeline of chunks (at most 8 MiB), reduce and broadcast of both trees at once.
+// docs/modelling.md states the difference measured between the two.
 #pragma once
 
 #include <memory>

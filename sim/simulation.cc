@@ -14,12 +14,13 @@
 #include <vector>
 
 #include <simgrid/s4u.hpp>
+#include <xbt/config.hpp>
 
+#include "common/random.h"
 #include "models/cluster_topology.h"
 #include "sim/collectives.h"
 #include "sim/dataloader.h"
 #include "sim/node_state.h"
-#include "common/random.h"
 #include "sim/platform.h"
 #include "sim/rank_context.h"
 #include "sim/run_config.h"
@@ -46,11 +47,14 @@ class Simulation {
  private:
   void StartBackgroundLoad(NodeState* node);
   void MainLoop(int rank);
-  void CopyToGpu(const RankContext& rank, double bytes);
+  double CopyToGpuS(double bytes) const;
   double DrawStepTime(const RankContext& rank, Rng* rng) const;
   // The GPU step of one micro-batch; `sync`: the last micro-batch of an optimizer step.
-  void Step(const RankContext& rank, Rng* rng, bool sync);
+  void Step(const RankContext& rank, Rng* rng, bool sync, double h2d_s);
   void Communicate(const RankContext& rank, double forward_end_s, double backward_s);
+  void CommunicateSharded(const RankContext& rank, double forward_end_s, double backward_s);
+  void RunCollective(const RankContext& rank, CollectiveOp op, double bytes, const char* name);
+  void FinishBackward(const RankContext& rank, double backward_end_s, double compute_end_s);
   void CollectLinkCapacities();
 
   const SimInput& in_;
@@ -65,6 +69,7 @@ class Simulation {
   std::vector<std::unique_ptr<DataLoader>> loaders_;
   std::unique_ptr<Collectives> collectives_;
   int mains_finished_ = 0;
+  double tcp_gamma_ = 0;  // SimGrid's network/TCP-gamma: CM02 bounds a flow at gamma / (2 x latency)
   std::vector<double> first_batch_s_;
 };
 
@@ -93,59 +98,111 @@ double Simulation::DrawStepTime(const RankContext& rank, Rng* rng) const {
   return std::exp(std::log(mean) - sigma2 / 2 + std::sqrt(sigma2) * rng->Normal());
 }
 
-void Simulation::CopyToGpu(const RankContext& rank, double bytes) {
-  if (bytes <= 0) return;
-  double t0 = sg4::Engine::get_clock();
-  sg4::Comm::sendto(nodes_[static_cast<size_t>(rank.node)]->cpu(), rank.gpu, static_cast<uint64_t>(bytes));
+// The host-to-device copy of a batch: the GPU's PCIe link carries nothing else (one rank per GPU;
+// shared-storage reads use the host link), so the SimGrid flow it used to be took exactly the CM02
+// time, latency + bytes / min(link rate, TCP-gamma / (2 x latency)); it is now that closed form, slept
+// together with the GPU step that follows (one activity instead of three per batch: docs/performance.md).
+// A pageable source is staged through a bounce buffer: the copy runs at the pageable rate.
+double Simulation::CopyToGpuS(double bytes) const {
+  if (bytes <= 0) return 0;
+  const auto& spec = topology_.spec();
+  double rate = spec.pcie_bytes_per_s;
+  if (spec.pcie_latency_s > 0 && tcp_gamma_ > 0) rate = std::min(rate, tcp_gamma_ / (2 * spec.pcie_latency_s));
+  double copy_s = spec.pcie_latency_s + bytes / rate;
   if (!in_.scenario.loader.pin_memory) {
-    // A pageable source is staged through a bounce buffer: the copy runs at the pageable rate. (3.32
-    // cannot cap the rate of a host-to-host comm, so the difference is added as a delay.)
     const auto& pcie = in_.model.pcie;
-    double extra_s = bytes / pcie.h2d_pageable_bytes_per_s - bytes / pcie.h2d_pinned_bytes_per_s;
-    if (extra_s > 0) sg4::this_actor::sleep_for(extra_s);
+    const double extra_s = bytes / pcie.h2d_pageable_bytes_per_s - bytes / pcie.h2d_pinned_bytes_per_s;
+    if (extra_s > 0) copy_s += extra_s;
   }
-  stats_.h2d_s += sg4::Engine::get_clock() - t0;
-  recorder_.Span(rank.rank, kTrackGpu, "H2D", t0);
+  return copy_s;
 }
 
 // The optimizer step's communication, from the end of the forward pass. Gradients become ready
 // uniformly over the backward pass, bucket by bucket (DDP: reverse parameter order); each bucket's
 // collective starts when it is ready and the previous one is done (one communication stream); the
 // step ends when the backward pass and the last bucket are both done. Fully sharded (FSDP / ZeRO-3):
-// each bucket is a reduce-scatter of gradients, after an all-gather of parameters before forward.
+// see CommunicateSharded.
 void Simulation::Communicate(const RankContext& rank, double forward_end_s, double backward_s) {
+  if (config_.sharding == Sharding::kFull) {
+    CommunicateSharded(rank, forward_end_s, backward_s);
+    return;
+  }
   const double total_bytes = std::max(config_.gradient_bytes, 0.0);
   double ready_bytes = 0;
-  auto& rs = stats_.ranks[static_cast<size_t>(rank.rank)];
   for (double bucket : config_.bucket_bytes) {
     ready_bytes += bucket;
     const double ready_s = forward_end_s + (total_bytes > 0 ? backward_s * ready_bytes / total_bytes : backward_s);
     const double now = sg4::Engine::get_clock();
     if (ready_s > now) sg4::this_actor::sleep_for(ready_s - now);
-    const double t0 = sg4::Engine::get_clock();
-    collectives_->Run(rank.rank,
-                      config_.sharding == Sharding::kFull ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce,
-                      bucket);
-    const double spent_s = sg4::Engine::get_clock() - t0;
-    stats_.collective_s += spent_s;
-    rs.collective_s += spent_s;
-    recorder_.Span(rank.rank, config_.bucket_bytes.size() > 1 ? kTrackComm : kTrackGpu,
-                   config_.sharding == Sharding::kFull ? "reduce-scatter" : "all-reduce", t0);
+    RunCollective(rank, CollectiveOp::kAllReduce, bucket, "all-reduce");
   }
-  const double backward_end_s = forward_end_s + backward_s;
-  const double now = sg4::Engine::get_clock();
-  if (backward_end_s > now) sg4::this_actor::sleep_for(backward_end_s - now);
-  const double exposed_s = sg4::Engine::get_clock() - backward_end_s;
-  stats_.exposed_comm_s += exposed_s;
-  rs.exposed_comm_s += exposed_s;
+  FinishBackward(rank, forward_end_s + backward_s, forward_end_s + backward_s);
 }
 
-void Simulation::Step(const RankContext& rank, Rng* rng, bool sync) {
-  if (in_.pipeline_only) return;
+// FSDP (FULL_SHARD, backward_prefetch BACKWARD_PRE): each bucket is one unit, in backward order. A
+// unit's backward compute needs its parameters gathered again (they were freed after forward), so unit
+// 0's all-gather is exposed at the start of backward; unit k+1's all-gather is issued before unit k's
+// reduce-scatter (the prefetch), so it hides under unit k's compute when the network keeps up; unit
+// k's reduce-scatter starts when its compute is done. Compute is GPU time, tracked here as instants:
+// unit k runs from max(unit k-1 done, its all-gather done) for backward x unit bytes / S.
+void Simulation::CommunicateSharded(const RankContext& rank, double forward_end_s, double backward_s) {
+  const auto& units = config_.bucket_bytes;
+  const double total_bytes = std::max(config_.gradient_bytes, 0.0);
+  auto compute_s = [&](double unit) { return total_bytes > 0 ? backward_s * unit / total_bytes : backward_s; };
+  RunCollective(rank, CollectiveOp::kAllGather, units.empty() ? 0.0 : units[0], "all-gather");
+  std::vector<double> done_s(units.size());
+  if (!units.empty()) done_s[0] = std::max(forward_end_s, sg4::Engine::get_clock()) + compute_s(units[0]);
+  for (size_t k = 0; k < units.size(); ++k) {
+    if (k + 1 < units.size()) {
+      RunCollective(rank, CollectiveOp::kAllGather, units[k + 1], "all-gather");
+      done_s[k + 1] = std::max(done_s[k], sg4::Engine::get_clock()) + compute_s(units[k + 1]);
+    }
+    const double now = sg4::Engine::get_clock();
+    if (done_s[k] > now) sg4::this_actor::sleep_for(done_s[k] - now);
+    RunCollective(rank, CollectiveOp::kReduceScatter, units[k], "reduce-scatter");
+  }
+  FinishBackward(rank, forward_end_s + backward_s, units.empty() ? forward_end_s + backward_s : done_s.back());
+}
+
+void Simulation::RunCollective(const RankContext& rank, CollectiveOp op, double bytes, const char* name) {
+  const double t0 = sg4::Engine::get_clock();
+  collectives_->Run(rank.rank, op, bytes);
+  const double spent_s = sg4::Engine::get_clock() - t0;
+  stats_.collective_s += spent_s;
+  stats_.ranks[static_cast<size_t>(rank.rank)].collective_s += spent_s;
+  recorder_.Span(rank.rank, config_.bucket_bytes.size() > 1 ? kTrackComm : kTrackGpu, name, t0);
+}
+
+// Waits for the backward compute to end (`compute_end_s`), then counts what the step spent beyond
+// its compute (`backward_end_s` = forward end + backward time) as exposed communication.
+void Simulation::FinishBackward(const RankContext& rank, double backward_end_s, double compute_end_s) {
+  const double now = sg4::Engine::get_clock();
+  if (compute_end_s > now) sg4::this_actor::sleep_for(compute_end_s - now);
+  const double exposed_s = sg4::Engine::get_clock() - backward_end_s;
+  stats_.exposed_comm_s += exposed_s;
+  stats_.ranks[static_cast<size_t>(rank.rank)].exposed_comm_s += exposed_s;
+}
+
+// The batch's host-to-device copy (`h2d_s`, CopyToGpuS), then the GPU step of the micro-batch; `sync`:
+// the last micro-batch of an optimizer step. The copy and the compute before any collective are one
+// sleep: nothing can happen to this rank in between.
+void Simulation::Step(const RankContext& rank, Rng* rng, bool sync, double h2d_s) {
+  const double copy_start_s = sg4::Engine::get_clock();
+  stats_.h2d_s += h2d_s;
+  if (h2d_s > 0 && recorder_.timeline() && recorder_.Reserve(1)) {
+    recorder_.Add({rank.rank, kTrackGpu, "H2D", copy_start_s, h2d_s});
+  }
+  if (in_.pipeline_only) {
+    if (h2d_s > 0) sg4::this_actor::sleep_for(h2d_s);
+    return;
+  }
   const double step_s = DrawStepTime(rank, rng);
   auto& rs = stats_.ranks[static_cast<size_t>(rank.rank)];
   const bool communicate = sync && config_.ranks > 1;
+  double pending_s = h2d_s;  // copy time not slept yet
   if (communicate && config_.sharding == Sharding::kFull) {
+    if (pending_s > 0) sg4::this_actor::sleep_for(pending_s);
+    pending_s = 0;
     // Parameters are gathered before the forward pass (exposed: nothing to hide it under).
     const double t0 = sg4::Engine::get_clock();
     collectives_->Run(rank.rank, CollectiveOp::kAllGather, std::max(config_.gradient_bytes, 0.0));
@@ -156,18 +213,17 @@ void Simulation::Step(const RankContext& rank, Rng* rng, bool sync) {
     rs.exposed_comm_s += spent_s;
     recorder_.Span(rank.rank, kTrackGpu, "all-gather", t0);
   }
-  const double t0 = sg4::Engine::get_clock();
+  const double t0 = sg4::Engine::get_clock() + pending_s;
   stats_.gpu_busy_s += step_s;
   rs.gpu_busy_s += step_s;
-  if (!communicate) {
-    sg4::this_actor::sleep_for(step_s);
-    recorder_.Span(rank.rank, kTrackGpu, "GPU step", t0);
-    return;
-  }
   // The span covers the compute only; the collectives have their own.
   if (recorder_.timeline() && recorder_.Reserve(1)) recorder_.Add({rank.rank, kTrackGpu, "GPU step", t0, step_s});
+  if (!communicate) {
+    sg4::this_actor::sleep_for(pending_s + step_s);
+    return;
+  }
   const double backward_s = step_s * config_.overlap;
-  sg4::this_actor::sleep_for(step_s - backward_s);
+  sg4::this_actor::sleep_for(pending_s + (step_s - backward_s));
   Communicate(rank, sg4::Engine::get_clock(), backward_s);
 }
 
@@ -199,12 +255,12 @@ void Simulation::MainLoop(int r) {
       if (first_batch < 0) first_batch = sg4::Engine::get_clock();
       if (b == 0 && epoch > 0 && r == 0) stats_.epoch_boundary_stall_s += wait;
 
-      CopyToGpu(rank, batch.bytes);
+      const double h2d_s = CopyToGpuS(batch.bytes);
       // Gradient accumulation: only the last micro-batch syncs; an epoch-bounded run also steps at
       // the end of each epoch with what it accumulated.
       const bool epoch_end = b + 1 == batches_per_epoch;
       const bool sync = ++micro_in_step == grad_accum || (epoch_end && target_epochs > 0);
-      Step(rank, &step_rng, sync);
+      Step(rank, &step_rng, sync, h2d_s);
       node->AddMemory(-batch.bytes * in_.model.memory.batch_bytes_scale);
       stats_.samples_consumed += batch.size;
       rs.samples += batch.size;
@@ -242,6 +298,7 @@ Result<SimRawStats> Simulation::Run() {
   int argc = static_cast<int>(argv.size());
   sg4::Engine engine(&argc, argv.data());
   platform_ = BuildPlatform(topology_, in_.model, config_);
+  tcp_gamma_ = simgrid::config::get_value<double>("network/TCP-gamma");
   CollectLinkCapacities();
   stats_.ranks.assign(static_cast<size_t>(config_.ranks), RankStats{});
   stats_.nodes.assign(static_cast<size_t>(config_.nodes), NodeStats{});

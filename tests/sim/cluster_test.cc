@@ -124,6 +124,28 @@ TEST(Cluster, DoubleBinaryTreeOnFourNodes) {
   EXPECT_NEAR(Simulate(in)["makespan_s"].get<double>(), expected, kTol);
 }
 
+TEST(Cluster, DoubleBinaryTreePerMessageAgreesWithAggregated) {
+  // The same 4-node tree message by message: each tree's S/2 = 500 MB in 60 chunks of 8.33 MB, every
+  // chunk its own flow (reduce: children to parent; broadcast: parent to children, both trees at once).
+  // In steady state every link carries the same bytes as in the aggregated form, so the time is the
+  // aggregated 0.160056 s plus the pipeline's fill and drain (a few chunk times: one chunk at B/4 is
+  // 8.33e6 / 3.125e9 = 2.7 ms) and per-chunk latencies: measured 0.162215 s, 1.3% above (docs/modelling.md).
+  auto costs = FreeCosts(64);
+  SimInput in = Cluster(&costs, 4, 1, 0.0, 1);
+  in.scenario.collective.algorithm = scenarios::CollectiveAlgorithm::kTree;
+  in.scenario.collective.gradient_bytes = 1e9;
+  const double aggregated = Simulate(in)["makespan_s"].get<double>();
+  in.scenario.collective.fidelity = scenarios::CollectiveFidelity::kPerMessage;
+  auto r = Simulate(in);
+  const double per_message = r["makespan_s"].get<double>();
+  std::printf("tree: aggregated %.6f s, per-message %.6f s, difference %+.3f%%\n", aggregated, per_message,
+              100 * (aggregated - per_message) / per_message);
+  EXPECT_GE(per_message, aggregated - kTol);
+  EXPECT_NEAR(per_message, aggregated, 0.05 * aggregated);
+  // Link bytes: 6 tree edges x 2 directions x S/2, each crossing 2 NIC links.
+  EXPECT_NEAR(r["link_bytes"][2].get<double>(), 6 * 2 * 0.5e9 * 2, 1e4);
+}
+
 TEST(Cluster, FatTreeRoutesCrossTheSpine) {
   // 4 nodes, 2 per leaf switch, oversubscription 2: one spine. Ring 0-1-2-3: edges 1->2 and 3->0 go
   // leaf -> spine -> leaf: NVLink 2 + NIC 5 + leaf-spine 5 + spine-leaf 5 + NIC 5 + NVLink 2 = 24 us,
@@ -202,14 +224,69 @@ TEST(Cluster, GradientAccumulationCommunicatesOnTheLastMicroBatch) {
 }
 
 TEST(Cluster, FullShardingGathersThenScatters) {
-  // sharding full, 2 nodes x 1 GPU, S = 1 GB, 1 s step: all-gather before forward ((2-1)/2 x S / B
-  // + 14 us = 0.040014 s), step, reduce-scatter after backward (0.040014 s).
+  // sharding full, 2 nodes x 1 GPU, S = 1 GB, 1 s step, no overlap: all-gather before forward
+  // ((2-1)/2 x S / B + 14 us = 0.040014 s), the step, then (backward has no time of its own) the
+  // all-gather before backward and the reduce-scatter, 0.040014 s each: 3 x (n-1)/n x S on the wire.
   auto costs = FreeCosts(64);
   SimInput in = Cluster(&costs, 2, 1, 1.0, 1);
   in.scenario.collective.gradient_bytes = 1e9;
   in.scenario.collective.sharding = scenarios::Sharding::kFull;
   const double half = models::RingHalfS(2, 1e9, kNic, kCrossLatency);
-  EXPECT_NEAR(Simulate(in)["makespan_s"].get<double>(), 1.0 + 2 * half, kTol);
+  EXPECT_NEAR(half, 0.040014, 1e-12);
+  auto r = Simulate(in);
+  EXPECT_NEAR(r["makespan_s"].get<double>(), 1.0 + 3 * half, kTol);
+  EXPECT_NEAR(r["exposed_comm_s"].get<double>(), 2 * 3 * half, kTol);
+  // Every NIC direction carried 3 x (2-1)/2 x S: 2 NICs x 2 directions x 1.5 GB.
+  EXPECT_NEAR(r["link_bytes"][2].get<double>(), 2 * 2 * 1.5e9, 1e3);
+}
+
+TEST(Cluster, FullShardingPrefetchHidesAllGathersUnderBackward) {
+  // sharding full, 2 nodes x 1 GPU, S = 1 GB, 1 s step, overlap 0.5 (0.5 s forward, 0.5 s backward),
+  // 4 units of 250 MB (0.125 s of backward each). An all-gather or reduce-scatter of 250 MB takes
+  // (2-1)/2 x 250e6 / 12.5e9 + 14 us = 0.010014 s. Timeline from 0: all-gather of S 0.040014 s;
+  // forward to 0.540014 (= b); unit 0's all-gather is exposed: b + 0.010014; unit 1's (prefetched) ends
+  // at b + 0.020028, long before unit 0's compute ends (b + 0.135014); each reduce-scatter starts when
+  // its unit's compute ends and each prefetch finishes under the next compute, so only the last
+  // reduce-scatter is exposed: compute ends at b + 0.010014 + 4 x 0.125, plus 0.010014.
+  // Makespan = 1.0 + 0.040014 + 0.010014 + 0.010014 = 1.060042 s.
+  auto costs = FreeCosts(64);
+  SimInput in = Cluster(&costs, 2, 1, 1.0, 1);
+  in.scenario.collective.gradient_bytes = 1e9;
+  in.scenario.collective.sharding = scenarios::Sharding::kFull;
+  in.scenario.collective.bucket_bytes = 250e6;
+  in.scenario.collective.overlap = 0.5;
+  const double unit = models::RingHalfS(2, 250e6, kNic, kCrossLatency);
+  EXPECT_NEAR(unit, 0.010014, 1e-12);
+  const double full = models::RingHalfS(2, 1e9, kNic, kCrossLatency);
+  auto r = Simulate(in);
+  EXPECT_NEAR(r["makespan_s"].get<double>(), 1.0 + full + 2 * unit, kTol);
+  EXPECT_NEAR(r["exposed_comm_s"].get<double>(), 2 * (full + 2 * unit), kTol);
+  // All units still cross the wire: 1 + 2 x 4 x 0.25 = 3 all-gather/reduce-scatter passes of S.
+  EXPECT_NEAR(r["link_bytes"][2].get<double>(), 2 * 2 * 1.5e9, 1e3);
+}
+
+TEST(Cluster, FlatRingPacedByNvlinkMatchesClosedFormAndPerMessage) {
+  // 2 nodes x 4 GPUs with intra-node links slower than the NIC (1 GB/s against 12.5 GB/s): the six
+  // NVLink ring edges now set the time. The aggregated form simulates one of them for all six (each runs
+  // alone on its links: docs/performance.md) and the two NIC edges each. Every edge's slowest link is
+  // 1 GB/s; step latency = the cross edge's 14 us:
+  // 2(8-1)/8 x 1e8 / 1e9 + 14 x 14 us = 0.175 + 0.000196 = 0.175196 s.
+  auto costs = FreeCosts(64);
+  SimInput in = Cluster(&costs, 2, 4, 0.0, 1);
+  in.scenario.cluster.intra_node_bytes_per_s = 1e9;
+  in.scenario.collective.gradient_bytes = 1e8;
+  const double expected = models::RingAllReduceS(8, 1e8, 1e9, kCrossLatency);
+  EXPECT_NEAR(expected, 0.175196, 1e-12);
+  auto r = Simulate(in);
+  EXPECT_NEAR(r["makespan_s"].get<double>(), expected, kTol);
+  // Link bytes count every edge: 8 edges x 2 NVLink links x 1.75e8 B; 2 cross edges x 2 NIC links.
+  EXPECT_NEAR(r["link_bytes"][1].get<double>(), 8 * 2 * 1.75e8, 1e3);
+  EXPECT_NEAR(r["link_bytes"][2].get<double>(), 2 * 2 * 1.75e8, 1e3);
+  // Message by message (14 steps, each edge waiting for its predecessor's chunk): the same time.
+  in.scenario.collective.fidelity = scenarios::CollectiveFidelity::kPerMessage;
+  auto m = Simulate(in);
+  EXPECT_NEAR(m["makespan_s"].get<double>(), expected, kTol);
+  EXPECT_NEAR(m["link_bytes"][1].get<double>(), 8 * 2 * 1.75e8, 1e3);
 }
 
 TEST(Cluster, EveryStepAnEpochIsNamed) {
