@@ -19,9 +19,10 @@
 //      between the tabulated probabilities), the division turning intrinsic CPU seconds back into
 //      the recorded seconds the simulator replays.
 //   f(x) is the regression, except when the fit has no slope on the work itself (pixels or frames for
-//   decode/augment, bytes for a read: the calibrating samples never varied it, e.g. every clip had 4
-//   frames of one size): then f(x) = f(x at the measured size) x pixels / pixels_measured (read: bytes /
-//   bytes_measured), cost proportional to work, flagged as assumed.
+//   decode/augment, bytes for a read) or the calibrating samples never varied it by more than 25% (e.g.
+//   every clip had 4 frames of nearly one size: a slope fitted on 2% of range is noise): then
+//   f(x) = f(x at the measured mid-point) x pixels / pixels_measured (read: bytes / bytes_measured),
+//   cost proportional to work, flagged as assumed.
 // Shapes outside the measured range of the regressions are flagged as extrapolation.
 #pragma once
 

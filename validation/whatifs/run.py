@@ -137,6 +137,7 @@ def main() -> int:
     args = ap.parse_args()
     simreplay = os.environ.get("SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay"))
     cases = [c for c in args.cases.split(",") if c]
+    args.out, args.data = os.path.abspath(args.out), os.path.abspath(args.data)  # scenarios name the model
     os.makedirs(args.out, exist_ok=True)
     if not args.predict_only:
         make_datasets(args.data, sorted({CASES[c][0] for c in cases} | {"base"}))
@@ -168,13 +169,21 @@ def main() -> int:
         ds, fmt, frames, _, _ = CASES[c]
         if not args.predict_only:
             bench(os.path.join(args.data, ds), fmt, frames, os.path.join(args.out, f"{c}-warmup.json"))
-    if args.predict_only:
+    if args.predict_only and os.path.exists(os.path.join(args.out, "whatifs.json")):
         with open(os.path.join(args.out, "whatifs.json")) as f:
             old = json.load(f)
         for c in cases:
             measured[c] = old["cases"][c]["measured_samples_per_s"]
             loads[c] = old["cases"][c]["load_avg_1min"]
         report["started"] = old["started"]
+    elif args.predict_only:  # an interrupted run: its per-run summaries (no per-run load record)
+        for c in cases:
+            for r in range(args.reps):
+                path = os.path.join(args.out, f"{c}-{r}.json")
+                if os.path.exists(path):
+                    with open(path) as f:
+                        measured[c].append(json.load(f)["throughput_samples_per_s"])
+            loads[c] = [float("nan")]
     for rep in range(0 if args.predict_only else args.reps):
         for c in cases:
             ds, fmt, frames, cold, _ = CASES[c]
