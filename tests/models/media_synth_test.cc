@@ -38,6 +38,19 @@ TEST(MediaSynth, PredictsLinearAndProportionalFallback) {
   EXPECT_NEAR(PredictStageS(Jpeg().augment, 0, 3e5, 1, false), 1.5e-3, 1e-12);
 }
 
+TEST(MediaSynth, NarrowRangeSlopeIsNotExtrapolated) {
+  // Pixels measured over 1e5..1.02e5 only (2%): the fitted 1e-6 s/pixel with a -0.09 s intercept is
+  // noise. At the mid-point 1.01e5 the fit gives -0.09 + 0.101 = 11 ms; 2.02e5 pixels (2x) -> 22 ms,
+  // proportional, instead of the slope's -0.09 + 0.202 = 112 ms.
+  StageCostFit f = Jpeg().decode;
+  f.intercept_s = -0.09;
+  f.s_per_pixel = 1e-6;
+  f.pixels_min = 1e5;
+  f.pixels_max = 1.02e5;
+  EXPECT_TRUE(ScalesProportionally(f, false));
+  EXPECT_NEAR(PredictStageS(f, 0, 2.02e5, 1, false), 0.022, 1e-12);
+}
+
 TEST(MediaSynth, UnchangedRowsKeepTheirRecordedCosts) {
   std::vector<MediaSample> s = {Image(2e-3), Clip()};
   const auto before = s;
