@@ -7,8 +7,9 @@ namespace simreplay::calibrate {
 const std::vector<CalibrationStage>& CalibrationStages() {
   // Order matters: costs divides by the cpu stage's scales; formats reports what storage and gpu fitted.
   static const std::vector<CalibrationStage> stages = {
-      {"cpu", FitCpu},   {"costs", FitCosts}, {"storage", FitStorage},         {"memory", FitMemory},
-      {"pcie", FitPcie}, {"gpu", FitGpu},     {"collectives", FitCollectives}, {"formats", DescribeFormatsAndRange},
+      {"cpu", FitCpu},   {"costs", FitCosts}, {"media", DescribeMediaShapes}, {"storage", FitStorage},
+      {"memory", FitMemory}, {"pcie", FitPcie}, {"gpu", FitGpu}, {"collectives", FitCollectives},
+      {"formats", DescribeFormatsAndRange},
   };
   return stages;
 }

@@ -63,6 +63,8 @@ const std::vector<CalibrationStage>& CalibrationStages();
 
 Status FitCpu(const CalibrationInput& in, CalibrationDraft* draft);
 Status FitCosts(const CalibrationInput& in, CalibrationDraft* draft);
+// media: captured shapes and bytes per pixel per media format (calibrate/media_stage.cc).
+Status DescribeMediaShapes(const CalibrationInput& in, CalibrationDraft* draft);
 Status FitStorage(const CalibrationInput& in, CalibrationDraft* draft);
 Status FitMemory(const CalibrationInput& in, CalibrationDraft* draft);
 Status FitPcie(const CalibrationInput& in, CalibrationDraft* draft);

@@ -8,6 +8,11 @@
 //   read_s(c, b) = c.open_s / c.samples_per_open + c.per_read_latency_s + B / bandwidth
 //   with B = roundup(b + c.header_bytes, c.granularity_bytes) the bytes that really move, and
 //   bandwidth = c.bandwidth_bytes_per_s, or the reference (measured) bandwidth when that is 0.
+// Access pattern (scenario data.access): "random" (a map-style dataset looks each sample up by index,
+// the default) adds c.random_seek_s per sample and rounds reads up to c.random_granularity_bytes when
+// that is larger (a Parquet page, a file-system page); "sequential" (a streaming pass in shard/record
+// order) reads containers marked `sequential` front to back: no seek and plain granularity. Containers
+// not marked sequential cost the same either way.
 // ApplyFormat keeps each sample's own deviation from its format's model: read_s' = read_s x
 // read_s(to, b) / read_s(from, b), so page-cache hits and slow outliers of the trace carry over.
 // Decoding is unchanged (the same media bytes are decoded); c.deserialize_s_per_byte adds CPU.
@@ -33,6 +38,8 @@ struct ContainerFormat {
   int64_t granularity_bytes = 1;      // reads are rounded up to this (page, block, chunk)
   double deserialize_s_per_byte = 0;  // CPU per byte to get the sample's bytes out of the container
   bool sequential = false;            // true when a pass reads the container front to back
+  double random_seek_s = 0;           // extra per sample under random access (sequential containers)
+  int64_t random_granularity_bytes = 0;  // reads round up to this under random access; 0: granularity_bytes
   bool assumed = true;                // structure and costs from the catalogue, not measured
   std::string source = "catalogue";
   std::string notes;
@@ -51,15 +58,18 @@ struct SampleIo {
   double cpu_s = 0;  // decode + augment (+ deserialisation)
 };
 
-// The catalogue entries for files, tar, lmdb and hdf5 (assumed; see docs/model-format.md).
+// The catalogue entries for files, tar, lmdb, hdf5, tfrecord and parquet (assumed; see
+// docs/model-format.md).
 FormatParams CatalogueFormats();
 // read_s(c, b) above. REQUIRES: c.samples_per_open >= 1, c.granularity_bytes >= 1.
-double ContainerReadS(const ContainerFormat& c, int64_t media_bytes, double reference_bandwidth_bytes_per_s);
+double ContainerReadS(const ContainerFormat& c, int64_t media_bytes, double reference_bandwidth_bytes_per_s,
+                      bool sequential_access = false);
 // Bytes that move for b media bytes in container c.
-int64_t ContainerReadBytes(const ContainerFormat& c, int64_t media_bytes);
-// Rewrites `samples` from container `from` to container `to`. InvalidArgument naming the unknown one.
+int64_t ContainerReadBytes(const ContainerFormat& c, int64_t media_bytes, bool sequential_access = false);
+// Rewrites `samples` from container `from`, read with random access (a map-style Dataset, as capture
+// records it), to container `to` read sequentially or not. InvalidArgument naming the unknown one.
 Status ApplyFormat(const FormatParams& params, const std::string& from, const std::string& to,
-                   std::vector<SampleIo>* samples);
+                   std::vector<SampleIo>* samples, bool target_sequential = false);
 
 nlohmann::json FormatParamsToJson(const FormatParams& params);
 // Parses the "formats" object of a model file; `where` prefixes errors.

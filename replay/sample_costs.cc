@@ -47,7 +47,8 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
       if (!*more) break;
       if (auto* s = std::get_if<SampleRecord>(&record)) {
         SampleCost c{s->read_ns * kNs, s->decode_ns * kNs,          s->augment_ns * kNs, s->read_bytes,
-                     s->out_bytes,     FormatId(&table, s->format), s->unsplit};
+                     s->out_bytes,     FormatId(&table, s->format), s->unsplit,
+                     s->width,         s->height,           s->frames};
         keyed.push_back({{s->rank, s->epoch, s->batch, s->t_start_ns, s->index}, c});
         window.AddSample(*s);
         indices.insert({0, s->index});

@@ -23,6 +23,11 @@ struct SampleCost {
   int64_t out_bytes = 0;
   int32_t format_id = 0;  // index into SampleCostTable::formats
   bool unsplit = false;
+  // Decoded shape as recorded (frames = 1 for an image, 0 when unknown): the media what-ifs
+  // (models/media_synth.h) scale these.
+  int64_t width = 0;
+  int64_t height = 0;
+  int64_t frames = 0;
 };
 
 // What was measured in the traces, for replay defaults and predicted-vs-measured reports.

@@ -16,7 +16,7 @@ using Sign = JsonFields::Sign;
 
 const std::set<std::string> kTopKeys = {"model", "trace",   "data",       "loader",  "hardware",
                                         "train", "replay",  "seed",       "sweep",   "outputs",
-                                        "name",  "cluster", "collective", "storage", "description"};
+                                        "name",  "cluster", "collective", "storage", "description", "decode"};
 
 Status CheckKnownKeys(const nlohmann::json& object, const std::set<std::string>& known, const JsonFields& f) {
   for (const auto& [key, value] : object.items()) {
@@ -204,11 +204,82 @@ Status ParseCollective(const nlohmann::json& j, const std::string& where, Collec
   return Status::Ok();
 }
 
+// data.media: {"jpeg": {"share": 0.7, "width": 512, "height": 512}, "mp4": {"frames": 16, "scale": 2}}.
+Status ParseMedia(const nlohmann::json& j, const std::string& where, std::map<std::string, models::MediaShapeSpec>* out) {
+  JsonFields top(j, where + ": data.media");
+  if (!j.is_object() || j.empty()) return top.Error("must be a non-empty object of media names");
+  bool any_share = false, all_share = true;
+  for (const auto& [name, mj] : j.items()) {
+    JsonFields f(mj, where + ": data.media." + name);
+    if (!mj.is_object()) return f.Error("must be an object");
+    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(mj, {"share", "width", "height", "frames", "scale"}, f));
+    models::MediaShapeSpec m;
+    SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalDouble("share", &m.share, Sign::kAny));
+    if (f.Has("share") && (m.share < 0 || m.share > 1)) return f.Error(fmt::format("'share' must be in [0, 1], found {}", m.share));
+    if (!f.Has("share")) m.share = -1;
+    any_share |= m.share >= 0;
+    all_share &= m.share >= 0;
+    int width = 0, height = 0, frames = 0;
+    SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "width", &width, 0, 1 << 16));
+    SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "height", &height, 0, 1 << 16));
+    SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "frames", &frames, 0, 100000));
+    m.width = width, m.height = height, m.frames = frames;
+    SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalDouble("scale", &m.scale, Sign::kAny));
+    if (!(m.scale > 0 && m.scale <= 64)) return f.Error(fmt::format("'scale' must be in (0, 64], found {}", m.scale));
+    if (m.scale != 1 && (m.width > 0 || m.height > 0)) return f.Error("give 'scale' or 'width'/'height', not both");
+    (*out)[name] = m;
+  }
+  if (any_share && !all_share) return top.Error("give 'share' for every media listed or for none");
+  if (any_share) {
+    double total = 0;
+    for (const auto& [name, m] : *out) total += m.share;
+    if (std::abs(total - 1) > 1e-6) return top.Error(fmt::format("shares must sum to 1, found {:.6g}", total));
+  }
+  return Status::Ok();
+}
+
+// storage.tiers: [{"kind": "nvme_cache", "bytes": 2e12}, {"kind": "object_store", "latency_s": 0.03,
+// "bytes_per_s_per_stream": 1e8, "max_streams": 64}] (models/storage_tiers.h).
+Status ParseTiers(const nlohmann::json& j, const std::string& where, std::vector<models::StorageTier>* out) {
+  JsonFields top(j, where + ": storage.tiers");
+  if (!j.is_array() || j.empty() || j.size() > 8) return top.Error("must be an array of 1 to 8 tiers, fastest first");
+  for (size_t i = 0; i < j.size(); ++i) {
+    JsonFields f(j[i], fmt::format("{}: storage.tiers[{}]", where, i));
+    if (!j[i].is_object()) return f.Error("must be an object");
+    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(
+        j[i], {"kind", "bytes", "latency_s", "bytes_per_s_per_stream", "max_streams", "warm"}, f));
+    models::StorageTier t;
+    std::string kind;
+    SIMREPLAY_RETURN_IF_ERROR(f.GetString("kind", &kind));
+    if (!models::ParseTierKind(kind, &t.kind)) {
+      return f.Error("'kind' must be page_cache, nvme_cache, local, parallel_fs or object_store, found \"" + kind +
+                     "\"");
+    }
+    SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(f, "bytes", &t.capacity_bytes, 1e18));
+    if (f.Has("latency_s")) SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(f, "latency_s", &t.latency_s, 100));
+    if (f.Has("bytes_per_s_per_stream"))
+      SIMREPLAY_RETURN_IF_ERROR(GetPositive(f, "bytes_per_s_per_stream", &t.bytes_per_s_per_stream, 1e15));
+    if (f.Has("latency_s") && !f.Has("bytes_per_s_per_stream")) return f.Error("'latency_s' needs 'bytes_per_s_per_stream'");
+    SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "max_streams", &t.max_streams, 0, 1 << 20));
+    SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalBool("warm", &t.warm));
+    if (i + 1 == j.size() && (t.kind == models::TierKind::kPageCache || t.kind == models::TierKind::kNvmeCache)) {
+      return f.Error("the last tier holds the whole dataset: it must be local, parallel_fs or object_store, found " +
+                     kind);
+    }
+    out->push_back(t);
+  }
+  return Status::Ok();
+}
+
 Status ParseStorage(const nlohmann::json& j, const std::string& where, StorageConfig* c) {
   if (!j.is_object()) return Status::InvalidArgument(where + ": 'storage' must be an object");
   JsonFields f(j, where + ": storage");
-  SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(j, {"kind", "aggregate_bytes_per_s", "latency_s"}, f));
+  SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(j, {"kind", "aggregate_bytes_per_s", "latency_s", "tiers"}, f));
   SIMREPLAY_RETURN_IF_ERROR(GetEnum(f, "kind", kStorageKindNames, &c->kind));
+  if (j.contains("tiers")) {
+    if (c->kind == StorageKind::kShared) return f.Error("give 'tiers' or kind \"shared\", not both");
+    SIMREPLAY_RETURN_IF_ERROR(ParseTiers(j["tiers"], where, &c->tiers));
+  }
   SIMREPLAY_RETURN_IF_ERROR(GetPositive(f, "aggregate_bytes_per_s", &c->aggregate_bytes_per_s, 1e15));
   return GetNonNegative(f, "latency_s", &c->latency_s, 10);
 }
@@ -283,8 +354,31 @@ Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& wh
   if (json.contains("storage")) SIMREPLAY_RETURN_IF_ERROR(ParseStorage(json["storage"], where, &s.storage));
   if (json.contains("data")) {
     JsonFields d(json["data"], where + ": data");
-    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(json["data"], {"format"}, d));
+    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(json["data"], {"format", "media", "access"}, d));
     SIMREPLAY_RETURN_IF_ERROR(d.GetOptionalString("format", &s.data_format));
+    std::string access = "random";
+    SIMREPLAY_RETURN_IF_ERROR(d.GetOptionalString("access", &access));
+    if (access != "random" && access != "sequential") {
+      return d.Error("'access' must be \"random\" or \"sequential\", found \"" + access + "\"");
+    }
+    s.data_sequential = access == "sequential";
+    if (json["data"].contains("media")) SIMREPLAY_RETURN_IF_ERROR(ParseMedia(json["data"]["media"], where, &s.data_media));
+  }
+  if (json.contains("decode")) {
+    JsonFields d(json["decode"], where + ": decode");
+    if (!json["decode"].is_object()) return d.Error("must be an object");
+    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(json["decode"], {"device", "gpu_per_sample_s", "gpu_s_per_pixel",
+                                                              "gpu_s_per_frame", "cpu_parse_s_per_byte"}, d));
+    std::string device = "cpu";
+    SIMREPLAY_RETURN_IF_ERROR(d.GetOptionalString("device", &device));
+    if (device != "cpu" && device != "gpu") return d.Error("'device' must be \"cpu\" or \"gpu\", found \"" + device + "\"");
+    s.decode_on_gpu = device == "gpu";
+    SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(d, "gpu_per_sample_s", &s.gpu_decode.per_sample_s, 10));
+    SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(d, "gpu_s_per_pixel", &s.gpu_decode.s_per_pixel, 1));
+    SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(d, "gpu_s_per_frame", &s.gpu_decode.s_per_frame, 10));
+    SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(d, "cpu_parse_s_per_byte", &s.gpu_decode.cpu_parse_s_per_byte, 1));
+    if (d.Has("gpu_per_sample_s") || d.Has("gpu_s_per_pixel") || d.Has("gpu_s_per_frame") || d.Has("cpu_parse_s_per_byte"))
+      s.gpu_decode.source = "scenario decode.* (the rest from the assumed catalogue)";
   }
   if (json.contains("replay")) {
     JsonFields r(json["replay"], where + ": replay");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,9 @@
 
 #include "common/paths.h"
 #include "common/status.h"
+#include "models/gpu_decode.h"
+#include "models/media_synth.h"
+#include "models/storage_tiers.h"
 
 namespace simreplay::scenarios {
 
@@ -80,6 +84,7 @@ struct StorageConfig {
   StorageKind kind = StorageKind::kLocal;
   double aggregate_bytes_per_s = 2e9;  // shared: the file system's total read bandwidth
   double latency_s = 1e-3;             // shared: per request
+  std::vector<models::StorageTier> tiers;  // storage.tiers, fastest first; empty: the model's storage
 };
 
 struct Scenario {
@@ -90,6 +95,10 @@ struct Scenario {
   HardwareConfig hardware;
   TrainConfig train;
   std::string data_format;                 // container to simulate (files, tar, lmdb, hdf5); "" = as captured
+  std::map<std::string, models::MediaShapeSpec> data_media;  // data.media: mix and shapes; empty = as captured
+  bool data_sequential = false;
+  bool decode_on_gpu = false;          // decode.device "gpu" (assumed catalogue costs)
+  models::GpuDecodeCosts gpu_decode;  // decode.gpu_* overrides of the catalogue  // data.access "sequential" (a streaming pass) rather than "random"
   std::string replay_order = "recorded";   // recorded | shuffled
   std::string replay_fidelity = "sample";  // sample: one activity per sample stage; batch: per batch
   ClusterConfig cluster;

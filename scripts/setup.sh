@@ -14,7 +14,7 @@ packages=(
   clang-14 libclang-rt-14-dev llvm-14
   # capture package, bench pipeline and its real media
   python3 python3-torch python3-torchvision python3-av python3-lmdb python3-h5py python3-psutil
-  python3-numpy python3-pil python3-pytest opencv-doc
+  python3-numpy python3-pil python3-pytest python3-crcmod opencv-doc
   # the real-Slurm test of sharded sweeps (ctest slurm_sweep starts its own private daemons)
   slurm-wlm munge
   # the network-namespace harness of the multi-node validation (ip netns, veth, bridge, tc)

@@ -32,13 +32,13 @@ FinishedBatch DataLoader::LoadBatch(int track, int64_t epoch, int64_t batch) {
   FinishedBatch done{batch, sampler_.BatchSize(batch), 0, 0};
   const int64_t first = sampler_.FirstOrdinal(epoch, rank_.rank, batch);
   if (config_.fidelity == ReplayFidelity::kBatch) {
-    LoadBatchAggregated(track, first, &done);
+    LoadBatchAggregated(track, epoch, first, &done);
   } else {
     for (int64_t i = 0; i < done.size; ++i) {
       const int64_t ordinal = first + i;
       const auto& cost = sampler_.CostAt(ordinal);
       double t0 = sg4::Engine::get_clock();
-      node_->ReadSample(cost, sampler_.CacheKey(ordinal));
+      node_->ReadSample(cost, sampler_.CacheKey(ordinal), epoch);
       double t1 = sg4::Engine::get_clock();
       node_->Execute((cost.decode_s + cost.augment_s) * scale);
       RecordSample(track, cost, t0, t1, sg4::Engine::get_clock());
@@ -58,9 +58,10 @@ FinishedBatch DataLoader::LoadBatch(int track, int64_t epoch, int64_t batch) {
 // when the worker's CPU share is constant over the batch; 10-30x fewer simulation events. Storage in
 // "model" mode and shared storage still issue one read per sample (concurrency and latency are per
 // operation).
-void DataLoader::LoadBatchAggregated(int track, int64_t first, FinishedBatch* done) {
+void DataLoader::LoadBatchAggregated(int track, int64_t epoch, int64_t first, FinishedBatch* done) {
   const double scale = CostScale(track);
-  const bool aggregate_reads = config_.storage_mode == StorageMode::kRecorded && !config_.shared_storage;
+  const bool aggregate_reads =
+      config_.storage_mode == StorageMode::kRecorded && !config_.shared_storage && input_.scenario.storage.tiers.empty();
   double read_s = 0, cpu_s = 0;
   int64_t read_bytes = 0;
   const double t0 = sg4::Engine::get_clock();
@@ -70,7 +71,7 @@ void DataLoader::LoadBatchAggregated(int track, int64_t first, FinishedBatch* do
       read_s += cost.read_s;
       read_bytes += cost.read_bytes;
     } else {
-      node_->ReadSample(cost, sampler_.CacheKey(first + i));
+      node_->ReadSample(cost, sampler_.CacheKey(first + i), epoch);
     }
     cpu_s += cost.decode_s + cost.augment_s;
     done->bytes += static_cast<double>(cost.out_bytes);

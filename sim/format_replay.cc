@@ -6,14 +6,17 @@
 namespace simreplay::sim {
 
 Result<replay::SampleCostTable> ApplyFormat(const replay::SampleCostTable& in, const models::FormatParams& params,
-                                            const std::string& target_format) {
+                                            const std::string& target_format_or_empty, bool sequential) {
   std::string from = replay::ContainerOfManifest(in.manifest);
   if (!params.captured.empty() && !in.manifest.contains("data")) from = params.captured;
-  if (from == target_format) return in;  // the captured format: replay the recorded costs unchanged
+  const std::string target_format = target_format_or_empty.empty() ? from : target_format_or_empty;
+  auto dst = params.containers.find(target_format);
+  const bool access_changes = sequential && dst != params.containers.end() && dst->second.sequential;
+  if (from == target_format && !access_changes) return in;  // as captured: the recorded costs unchanged
   std::vector<models::SampleIo> io;
   io.reserve(in.samples.size());
   for (const auto& s : in.samples) io.push_back({s.read_s, s.read_bytes, s.decode_s + s.augment_s});
-  SIMREPLAY_RETURN_IF_ERROR(models::ApplyFormat(params, from, target_format, &io));
+  SIMREPLAY_RETURN_IF_ERROR(models::ApplyFormat(params, from, target_format, &io, sequential));
   replay::SampleCostTable out = in;
   for (size_t i = 0; i < io.size(); ++i) {
     auto& s = out.samples[i];
@@ -23,7 +26,12 @@ Result<replay::SampleCostTable> ApplyFormat(const replay::SampleCostTable& in, c
   }
   {
     out.warnings.push_back("per-sample read costs transformed from format '" + from + "' to '" + target_format +
-                           "' (format model; catalogue entries are assumed)");
+                           "'" + (sequential ? " read sequentially" : "") +
+                           " (format model; catalogue entries are assumed)");
+    if (dst != params.containers.end() && dst->second.assumed && dst->second.source == "catalogue" &&
+        target_format == "parquet") {
+      out.warnings.push_back("assumed: parquet is modelled from its documented layout only (never measured)");
+    }
   }
   return out;
 }

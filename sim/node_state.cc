@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/random.h"
+#include "models/storage_tiers.h"
 
 namespace simreplay::sim {
 
@@ -37,7 +38,32 @@ NodeState::NodeState(int index, const NodeHosts& hosts, const Platform& platform
       config_(config),
       recorder_(recorder),
       storage_slots_(sg4::Semaphore::create(static_cast<unsigned>(input.model.storage.max_concurrency))),
-      flops_per_cpu_s_scale_(input.model.cpu.core_speed_scale * config.node_cpu_scale[static_cast<size_t>(index)]) {}
+      flops_per_cpu_s_scale_(input.model.cpu.core_speed_scale * config.node_cpu_scale[static_cast<size_t>(index)]) {
+  const auto& tiers = input.scenario.storage.tiers;
+  for (const auto& t : tiers) {
+    tier_streams_.push_back(t.max_streams > 0 ? sg4::Semaphore::create(static_cast<unsigned>(t.max_streams)) : nullptr);
+  }
+  if (!tiers.empty() && input.costs != nullptr && !input.costs->samples.empty()) {
+    // Mean bytes per sample x the samples this node's ranks read per epoch (DistributedSampler padding).
+    double bytes = 0;
+    for (const auto& c : input.costs->samples) bytes += static_cast<double>(c.read_bytes);
+    const double mean_bytes = bytes / static_cast<double>(input.costs->samples.size());
+    const int64_t ranks = std::max(1, config.ranks);
+    const int64_t per_rank = (std::max<int64_t>(1, input.scenario.train.dataset_samples) + ranks - 1) / ranks;
+    node_epoch_bytes_ = mean_bytes * static_cast<double>(per_rank) * config.gpus_per_node;
+  }
+}
+
+void NodeState::ReadTiered(const replay::SampleCost& cost, uint64_t cache_key, int64_t epoch) {
+  const auto& tiers = input_.scenario.storage.tiers;
+  // A stream of its own (salt "tier"), so that tier residency is independent of page-cache draws.
+  const double u = Rng::HashUnit(cache_key, Rng::DeriveSeed(input_.scenario.seed, 0x74696572));
+  const size_t k = static_cast<size_t>(models::ServingTier(tiers, epoch, u, node_epoch_bytes_));
+  const double read_s = models::TierReadS(tiers[k], static_cast<double>(cost.read_bytes), cost.read_s);
+  if (tier_streams_[k]) tier_streams_[k]->acquire();
+  if (read_s > 0) sg4::this_actor::sleep_for(read_s);
+  if (tier_streams_[k]) tier_streams_[k]->release();
+}
 
 void NodeState::Execute(double cpu_s) {
   if (cpu_s <= 0) return;
@@ -63,13 +89,15 @@ void NodeState::ReadShared(double bytes) {
   AddLinkBytes(storage_route_, bytes, &recorder_->stats().link_load);
 }
 
-void NodeState::ReadSample(const replay::SampleCost& cost, uint64_t cache_key) {
+void NodeState::ReadSample(const replay::SampleCost& cost, uint64_t cache_key, int64_t epoch) {
   const auto& storage = input_.model.storage;
   if (cost.read_s <= 0 && cost.read_bytes <= 0) return;
   if (storage_in_flight_++ == 0) storage_busy_since_s_ = sg4::Engine::get_clock();
   const bool cached =
       storage.page_cache_hit_ratio > 0 && Rng::HashUnit(cache_key, input_.scenario.seed) < storage.page_cache_hit_ratio;
-  if (config_.shared_storage && !cached) {
+  if (!input_.scenario.storage.tiers.empty()) {
+    ReadTiered(cost, cache_key, epoch);
+  } else if (config_.shared_storage && !cached) {
     ReadShared(static_cast<double>(cost.read_bytes));
   } else if (config_.storage_mode == StorageMode::kRecorded) {
     sg4::this_actor::sleep_for(cost.read_s);

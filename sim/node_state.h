@@ -4,6 +4,8 @@
 // share one NodeState; it never calls back into the simulation.
 #pragma once
 
+#include <vector>
+
 #include <simgrid/s4u.hpp>
 
 #include "replay/sample_costs.h"
@@ -46,8 +48,8 @@ class NodeState {
   // CPU work of `cpu_s` recorded seconds on this node's cores (counts towards cpu_busy_core_s).
   void Execute(double cpu_s);
   // One sample's read: recorded time, page cache, the local device, or shared storage.
-  // `cache_key` fixes page-cache hits per sample.
-  void ReadSample(const replay::SampleCost& cost, uint64_t cache_key);
+  // `cache_key` fixes page-cache hits per sample; `epoch` decides cold or warm storage tiers.
+  void ReadSample(const replay::SampleCost& cost, uint64_t cache_key, int64_t epoch = 0);
   // Recorded reads aggregated over a batch (fidelity "batch", storage mode "recorded", local storage).
   void SleepRecordedReads(double read_s, int64_t bytes);
   void AddMemory(double delta_bytes);
@@ -56,6 +58,8 @@ class NodeState {
 
  private:
   void ReadShared(double bytes);
+  // storage.tiers: the serving tier's latency and per-stream transfer under its stream limit.
+  void ReadTiered(const replay::SampleCost& cost, uint64_t cache_key, int64_t epoch);
 
   int index_;
   const NodeHosts& hosts_;
@@ -65,6 +69,8 @@ class NodeState {
   Recorder* recorder_;
   NodeStats node_stats_;
   simgrid::s4u::SemaphorePtr storage_slots_;
+  std::vector<simgrid::s4u::SemaphorePtr> tier_streams_;  // per tier with max_streams > 0, else null
+  double node_epoch_bytes_ = 0;                           // bytes this node reads per epoch (tier fill)
   int storage_in_flight_ = 0;
   double storage_busy_since_s_ = 0;
   double flops_per_cpu_s_scale_ = 1;

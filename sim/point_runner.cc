@@ -8,7 +8,9 @@
 #include "common/paths.h"
 #include "models/model_params.h"
 #include "replay/manifest.h"
+#include "sim/decode_replay.h"
 #include "sim/format_replay.h"
+#include "sim/media_replay.h"
 #include "sim/metrics.h"
 #include "sim/raw_stats_codec.h"
 #include "sim/simulation.h"
@@ -103,22 +105,40 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
     const std::string& t = point.input.model.trace_path;
     trace = ResolveBesideFile(scenario.model_path, t);
   }
-  // Cached per (trace, format): the points of a sweep share the loaded and transformed costs.
-  const std::string cache_key = trace + "#" + scenario.data_format;
+  // Cached per (trace, format, media, seed): the points of a sweep share the loaded and transformed costs.
+  std::string cache_key = trace + "#" + scenario.data_format + (scenario.data_sequential ? "#seq" : "");
+  if (scenario.decode_on_gpu) {
+    const auto& g = scenario.gpu_decode;
+    cache_key += fmt::format("#gpu:{}:{}:{}:{}", g.per_sample_s, g.s_per_pixel, g.s_per_frame, g.cpu_parse_s_per_byte);
+  }
+  if (!scenario.data_media.empty()) {
+    cache_key += "#" + std::to_string(scenario.seed);
+    for (const auto& [name, m] : scenario.data_media) {
+      cache_key += fmt::format("#{}:{}:{}:{}:{}:{}", name, m.share, m.width, m.height, m.frames, m.scale);
+    }
+  }
   auto cached = cache->find(cache_key);
   if (cached == cache->end()) {
     auto costs = replay::LoadSampleCosts({trace});
     if (!costs.ok()) return costs.status();
-    if (!scenario.data_format.empty()) {
+    if (!scenario.data_media.empty()) {
+      auto synthesised = ApplyMedia(*costs, point.input.model, scenario.data_media, scenario.seed);
+      if (!synthesised.ok()) return Status::InvalidArgument(scenario.path + ": " + synthesised.status().message());
+      costs = std::move(*synthesised);
+    }
+    if (!scenario.data_format.empty() || scenario.data_sequential) {
       const auto& extra = point.input.model.extra;
       auto formats = extra.contains("formats")
                          ? models::ParseFormatParams(extra["formats"], scenario.model_path + ": formats")
                          : Result<models::FormatParams>(models::CatalogueFormats());
       if (!formats.ok()) return formats.status();
-      auto transformed = ApplyFormat(*costs, *formats, scenario.data_format);
+      auto transformed = ApplyFormat(*costs, *formats, scenario.data_format, scenario.data_sequential);
       if (!transformed.ok())
         return Status::InvalidArgument(scenario.path + ": data.format: " + transformed.status().message());
       costs = std::move(*transformed);
+    }
+    if (scenario.decode_on_gpu) {
+      costs = MoveDecodeToGpu(*costs, scenario.gpu_decode, point.input.model.cpu.worker_cost_scale);
     }
     cached = cache->emplace(cache_key, std::make_shared<const replay::SampleCostTable>(std::move(*costs))).first;
   }
@@ -180,6 +200,14 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
     point.warnings.push_back("no GPU step time in scenario, model or trace: using the default (assumed)");
   }
 
+  if (scenario.decode_on_gpu) {
+    // Every micro-batch's GPU step grows by its samples' decode (mean per sample x batch size).
+    const double decode_s = MeanGpuDecodeS(*point.costs, scenario.gpu_decode) * scenario.loader.batch_size;
+    point.input.step_time_s += decode_s;
+    point.accelerator_note += fmt::format("; plus {:.6f} s of GPU decoding per micro-batch (decode.device gpu: ASSUMED "
+                                          "catalogue costs, not measured)",
+                                          decode_s);
+  }
   point.input.background_threads =
       scenario.hardware.background_threads >= 0 ? scenario.hardware.background_threads : model.cpu.background_threads;
   AddExtrapolationWarnings(scenario, point.input.cpu_cores, model, manifest, &point.warnings);

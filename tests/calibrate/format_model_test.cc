@@ -31,9 +31,9 @@ TEST(FormatModel, SameFormatIsIdentityAndUnknownIsAnError) {
   std::vector<models::SampleIo> io = {{0.001, 5000, 0.02}};
   ASSERT_TRUE(models::ApplyFormat(p, "files", "files", &io).ok());
   EXPECT_EQ(io[0].read_s, 0.001);
-  auto s = models::ApplyFormat(p, "files", "parquet", &io);
+  auto s = models::ApplyFormat(p, "files", "zarr", &io);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("parquet"), std::string::npos);
+  EXPECT_NE(s.message().find("zarr"), std::string::npos);
 }
 
 TEST(FormatModel, JsonRoundTrip) {

@@ -35,7 +35,7 @@ TEST(CalibrationStages, RunInDependencyOrder) {
   std::vector<std::string> names;
   for (const auto& stage : CalibrationStages()) names.emplace_back(stage.name);
   EXPECT_EQ(names,
-            (std::vector<std::string>{"cpu", "costs", "storage", "memory", "pcie", "gpu", "collectives", "formats"}));
+            (std::vector<std::string>{"cpu", "costs", "media", "storage", "memory", "pcie", "gpu", "collectives", "formats"}));
 }
 
 TEST(FitPcie, BandwidthIsBytesOverTimePerPinning) {

@@ -21,10 +21,18 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--videos", type=int, default=8)
     m.add_argument("--formats", default="files,tar,lmdb,hdf5")
     m.add_argument("--frames", type=int, default=8, help="frames per video clip")
+    m.add_argument("--image-scale", type=float, default=None,
+                   help="resize every JPEG by this factor on both sides and re-encode it (quality 90); "
+                        "default: the original files")
+    m.add_argument("--video-share", type=float, default=None,
+                   help="fraction of samples that are clips (overrides --images/--videos: "
+                        "--samples in total)")
+    m.add_argument("--samples", type=int, default=0,
+                   help="total samples with --video-share (default --images + --videos)")
     m.add_argument("--seed", type=int, default=0)
     r = sub.add_parser("run", help="run the pipeline (optionally with capture)")
     r.add_argument("--data", required=True, help="directory written by make-dataset")
-    r.add_argument("--format", default="files", choices=["files", "tar", "lmdb", "hdf5"])
+    r.add_argument("--format", default="files", choices=["files", "tar", "lmdb", "hdf5", "tfrecord"])
     r.add_argument("--trace", help="trace path (.jsonl or .jsonl.gz)")
     r.add_argument("--no-capture", action="store_true", help="run without capture (A/B, overhead)")
     r.add_argument("--workers", type=int, default=2)

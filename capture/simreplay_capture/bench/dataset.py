@@ -1,7 +1,9 @@
 """Real multimodal benchmark dataset: opencv-doc JPEGs + clips cut from its AVI videos.
 
 Formats: files/ (one file per sample), tar/ (WebDataset shards KEY.jpg / KEY.mp4, read through a
-byte-offset index), lmdb/ (key -> bytes), hdf5/data.h5 (one variable-length uint8 row per sample).
+byte-offset index), lmdb/ (key -> bytes), hdf5/data.h5 (one variable-length uint8 row per sample),
+tfrecord/ (shards of TFRecord records whose payload is the sample's media bytes, read through a
+byte-offset index with both CRCs checked; framing in tfrecord.py).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import tarfile
 from typing import Any, Dict, List, Optional
 
 MEDIA_ROOT = "/usr/share/doc/opencv-doc"
-FORMATS = ("files", "tar", "lmdb", "hdf5")
+FORMATS = ("files", "tar", "lmdb", "hdf5", "tfrecord")
 SHARD_SAMPLES = 64
 
 
@@ -108,8 +110,31 @@ def cut_clips(videos: List[str], count: int, frames: int, rng: random.Random,
     return [clips[k] for k in range(count)]
 
 
+def rescale_jpeg(data: bytes, scale: float, quality: int = 90) -> bytes:
+    """The JPEG resized by `scale` on both sides (bicubic) and re-encoded at `quality` (baseline,
+    4:2:0), so that every image of a dataset made with --image-scale has the same encoder settings."""
+    from PIL import Image
+    with Image.open(io.BytesIO(data)) as im:
+        im = im.convert("RGB")
+        w, h = max(16, int(round(im.width * scale))), max(16, int(round(im.height * scale)))
+        if (w, h) != (im.width, im.height):
+            im = im.resize((w, h), Image.BICUBIC)
+        buf = io.BytesIO()
+        im.save(buf, format="JPEG", quality=quality, subsampling="4:2:0")
+        return buf.getvalue()
+
+
+def split_share(samples: int, video_share: float) -> "tuple[int, int]":
+    """(images, videos) for `samples` in total with round(samples x video_share) clips."""
+    if not 0 <= video_share <= 1:
+        raise ValueError(f"video share must be in [0, 1], found {video_share}")
+    videos = int(round(samples * video_share))
+    return samples - videos, videos
+
+
 def make_dataset(out: str, images: int, videos: int, formats: List[str], frames: int = 8,
-                 seed: int = 0, media_root: str = MEDIA_ROOT) -> Dict[str, Any]:
+                 seed: int = 0, media_root: str = MEDIA_ROOT,
+                 image_scale: Optional[float] = None) -> Dict[str, Any]:
     rng = random.Random(seed)
     media = find_media(media_root)
     jpgs = [p for p in media["images"]]
@@ -123,6 +148,8 @@ def make_dataset(out: str, images: int, videos: int, formats: List[str], frames:
             data = f.read()
         if not _valid_jpeg(data):
             continue
+        if image_scale is not None:
+            data = rescale_jpeg(data, image_scale)
         samples.append({"kind": "image", "format": "jpeg", "ext": "jpg", "source": p, "bytes": len(data)})
         blobs.append(data)
     if videos:
@@ -140,6 +167,7 @@ def make_dataset(out: str, images: int, videos: int, formats: List[str], frames:
     os.makedirs(out, exist_ok=True)
     man: Dict[str, Any] = {
         "version": 1, "seed": seed, "images": images, "videos": videos, "frames": frames,
+        "image_scale": image_scale,
         "files": len(samples), "bytes": sum(len(b) for b in blobs),
         "mix": {"jpeg": images, "mp4": videos}, "formats": {}, "samples": samples,
     }
@@ -178,6 +206,21 @@ def _write_tar(out: str, samples: List[Dict[str, Any]], blobs: List[bytes]) -> D
             for m in tf.getmembers():
                 index.append([name, m.offset_data, m.size])
     return {"path": "tar", "shards": shards, "index": index}
+
+
+def _write_tfrecord(out: str, samples: List[Dict[str, Any]], blobs: List[bytes]) -> Dict[str, Any]:
+    from . import tfrecord
+    d = os.path.join(out, "tfrecord")
+    os.makedirs(d, exist_ok=True)
+    shards, index = [], []
+    for si in range(0, len(samples), SHARD_SAMPLES):
+        name = "shard-%06d.tfrecord" % (si // SHARD_SAMPLES)
+        shards.append(name)
+        with open(os.path.join(d, name), "wb") as f:
+            for b in blobs[si:si + SHARD_SAMPLES]:
+                index.append([name, f.tell(), len(b)])
+                tfrecord.write_record(f, b)
+    return {"path": "tfrecord", "shards": shards, "index": index}
 
 
 def _write_lmdb(out: str, samples: List[Dict[str, Any]], blobs: List[bytes]) -> Dict[str, Any]:
@@ -222,7 +265,7 @@ class Reader:
         if self._pid == os.getpid():
             return
         self._pid = os.getpid()
-        if self.fmt == "tar":
+        if self.fmt in ("tar", "tfrecord"):
             self._h = {}
         elif self.fmt == "lmdb":
             import lmdb
@@ -245,6 +288,17 @@ class Reader:
                 fh = self._h[shard] = open(os.path.join(self.root, "tar", shard), "rb")
             fh.seek(off)
             return fh.read(size)
+        if self.fmt == "tfrecord":
+            from . import tfrecord
+            shard, off, size = self.info["index"][i]
+            fh = self._h.get(shard)
+            if fh is None:
+                fh = self._h[shard] = open(os.path.join(self.root, "tfrecord", shard), "rb")
+            fh.seek(off)
+            data = tfrecord.read_record(fh, where=f"{shard}@{off}")
+            if data is None or len(data) != size:
+                raise ValueError(f"{shard}@{off}: expected a record of {size} bytes")
+            return data
         if self.fmt == "lmdb":
             with self._h.begin(buffers=False) as txn:
                 return txn.get(s["key"].encode())
@@ -265,7 +319,10 @@ def load_manifest(root: str) -> Dict[str, Any]:
 
 def main_make(args: Any) -> int:
     fmts = [f.strip() for f in args.formats.split(",") if f.strip()]
-    man = make_dataset(args.out, args.images, args.videos, fmts, args.frames, args.seed)
+    images, videos = args.images, args.videos
+    if args.video_share is not None:
+        images, videos = split_share(args.samples or (args.images + args.videos), args.video_share)
+    man = make_dataset(args.out, images, videos, fmts, args.frames, args.seed, image_scale=args.image_scale)
     print(f"wrote {man['files']} samples ({man['bytes']} bytes, mix {man['mix']}) "
           f"in formats {list(man['formats'])} to {args.out}")
     return 0

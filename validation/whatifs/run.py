@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""What-if validation (docs/validation.md, "What-ifs beyond the loader knobs").
+
+Real bench runs on datasets that differ from a base case in one media or storage factor, each
+predicted by `simreplay simulate` from a model calibrated on the base case only:
+
+  frames8   clips of 8 frames instead of 4          data.media.mp4.frames = 8
+  size2x    images at twice the width and height    data.media.jpeg.scale = 2
+  share30   30 % clips instead of 10 %              data.media shares 0.7 / 0.3
+  tfrecord  the base samples in TFRecord shards     data.format = tfrecord
+  cold      the base case after drop_caches         storage.tiers [page_cache, local disk] (epoch 1 cold)
+
+Measured: the bench's warm-up-excluded train throughput (median of --reps runs, interleaved by case,
+one discarded warm-up run per case, uncaptured). Predicted: (samples(S) - samples(W)) / (time(S) -
+time(W)) over two simulations of S and W steps, the same window as the bench (from the call for batch
+W to the end of step S). The machine's load average is recorded around every run.
+
+usage: validation/whatifs/run.py [--out DIR] [--reps N] [--cases a,b,...]
+env:   SIMREPLAY_BIN (build/simreplay)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PY = "/usr/bin/python3"
+SAMPLES, STEPS, WARMUP, BATCH, WORKERS, STEP_S, CROP = 480, 60, 10, 8, 2, 0.02, 96
+# dataset name -> make-dataset arguments (every dataset: 480 samples, seed 0)
+DATASETS = {
+    "base": ["--video-share", "0.1", "--frames", "4", "--image-scale", "0.5", "--formats", "files,tfrecord"],
+    "frames8": ["--video-share", "0.1", "--frames", "8", "--image-scale", "0.5", "--formats", "files"],
+    "size2x": ["--video-share", "0.1", "--frames", "4", "--image-scale", "1.0", "--formats", "files"],
+    "share30": ["--video-share", "0.3", "--frames", "4", "--image-scale", "0.5", "--formats", "files"],
+}
+# case -> (dataset, bench format, frames, drop caches before the run, scenario overrides)
+CASES: Dict[str, Any] = {
+    "base": ("base", "files", 4, False, {}),
+    "frames8": ("frames8", "files", 8, False, {"data": {"media": {"mp4": {"frames": 8}}}}),
+    "size2x": ("size2x", "files", 4, False, {"data": {"media": {"jpeg": {"scale": 2}}}}),
+    "share30": ("share30", "files", 4, False,
+                {"data": {"media": {"jpeg": {"share": 0.7}, "mp4": {"share": 0.3}}}}),
+    "tfrecord": ("base", "tfrecord", 4, False, {"data": {"format": "tfrecord"}}),
+    "cold": ("base", "files", 4, True, "cold"),
+}
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def sh(args: List[str], **kw: Any) -> subprocess.CompletedProcess:
+    return subprocess.run(args, check=True, **kw)
+
+
+def make_datasets(data_dir: str, names: List[str]) -> None:
+    for name in names:
+        out = os.path.join(data_dir, name)
+        stamp = " ".join(["--samples", str(SAMPLES), "--seed", "0"] + DATASETS[name])
+        stamp_path = os.path.join(out, ".simreplay-dataset-args")
+        if os.path.exists(os.path.join(out, "dataset.json")) and open(stamp_path).read().strip() == stamp \
+                if os.path.exists(stamp_path) else False:
+            continue
+        sh(["rm", "-rf", out])
+        sh([PY, "-m", "simreplay_capture.bench", "make-dataset", "--out", out, "--samples", str(SAMPLES),
+            "--seed", "0"] + DATASETS[name], env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture")))
+        with open(stamp_path, "w") as f:
+            f.write(stamp + "\n")
+
+
+def drop_caches() -> bool:
+    if os.geteuid() != 0:
+        return False
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+    return True
+
+
+def bench(data: str, fmt: str, frames: int, out_json: str, trace: Optional[str] = None) -> Dict[str, Any]:
+    args = [PY, "-m", "simreplay_capture.bench", "run", "--data", data, "--format", fmt,
+            "--workers", str(WORKERS), "--batch-size", str(BATCH), "--steps", str(STEPS),
+            "--warmup-steps", str(WARMUP), "--step-time-s", str(STEP_S), "--image-size", str(CROP),
+            "--frames", str(frames), "--seed", "0", "--summary-json", out_json]
+    args += ["--trace", trace] if trace else ["--no-capture"]
+    sh(args, env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture")), stdout=subprocess.DEVNULL)
+    with open(out_json) as f:
+        return json.load(f)
+
+
+def simulate(simreplay: str, scenario: Dict[str, Any], out: str) -> Dict[str, Any]:
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "scenario.json")
+    with open(path, "w") as f:
+        json.dump(scenario, f, indent=1)
+    sh([simreplay, "simulate", path, "--out", out], stdout=subprocess.DEVNULL)
+    with open(os.path.join(out, "result.json")) as f:
+        return json.load(f)
+
+
+def predict(simreplay: str, model: str, overrides: Any, out: str, tiers: Optional[List[Any]],
+            background: float = -1) -> Dict[str, Any]:
+    results = {}
+    for steps in (STEPS, WARMUP):
+        sc: Dict[str, Any] = {
+            "name": "what-if validation", "model": model,
+            "loader": {"num_workers": WORKERS, "batch_size": BATCH, "prefetch_factor": 2, "shuffle": True},
+            "hardware": {"cpu_cores": 0, "background_threads": background}, "train": {"steps": steps}, "seed": 0}
+        if isinstance(overrides, dict):
+            for k, v in overrides.items():
+                sc.setdefault(k, {}).update(v)
+        if tiers is not None:
+            sc["storage"] = {"tiers": tiers}
+        results[steps] = simulate(simreplay, sc, os.path.join(out, f"steps{steps}"))
+    a, b = results[STEPS]["metrics"], results[WARMUP]["metrics"]
+    thr = (a["samples"] - b["samples"]) / (a["simulated_time_s"] - b["simulated_time_s"])
+    return {"train_throughput_samples_per_s": thr, "warnings": results[STEPS].get("warnings", [])}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(REPO, "build", "whatifs-validation"))
+    ap.add_argument("--data", default=os.path.join(REPO, "build", "whatifs-data"))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--predict-only", action="store_true",
+                    help="reuse the model and the measured runs in --out; simulate again")
+    ap.add_argument("--background-threads", default="-1",
+                    help="hardware.background_threads of every prediction: a number, or 'auto' = the other "
+                         "load calibrate estimated during the base capture (fit_quality.cpu.contention)")
+    args = ap.parse_args()
+    simreplay = os.environ.get("SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay"))
+    cases = [c for c in args.cases.split(",") if c]
+    args.out, args.data = os.path.abspath(args.out), os.path.abspath(args.data)  # scenarios name the model
+    os.makedirs(args.out, exist_ok=True)
+    if not args.predict_only:
+        make_datasets(args.data, sorted({CASES[c][0] for c in cases} | {"base"}))
+    report: Dict[str, Any] = {"schema": "simreplay.whatif-validation/1", "root": os.geteuid() == 0,
+                              "settings": {"samples": SAMPLES, "steps": STEPS, "warmup_steps": WARMUP,
+                                           "batch_size": BATCH, "num_workers": WORKERS, "step_time_s": STEP_S,
+                                           "crop": CROP, "reps": args.reps},
+                              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cases": {}}
+    # Calibration: one captured base run (after one warm-up run), calibrated into the model.
+    base_data = os.path.join(args.data, "base")
+    trace = os.path.join(args.out, "base.jsonl.gz")
+    model = os.path.join(args.out, "model.json")
+    if not args.predict_only:
+        bench(base_data, "files", 4, os.path.join(args.out, "warmup.json"))
+        bench(base_data, "files", 4, os.path.join(args.out, "base-capture.json"), trace)
+        sh([simreplay, "calibrate", trace, "--out", model], stdout=subprocess.DEVNULL)
+    background = float(args.background_threads) if args.background_threads != "auto" else -1.0
+    if args.background_threads == "auto":
+        with open(model) as f:
+            background = json.load(f)["fit_quality"]["cpu"]["contention"][0]["background_threads"]
+    report["background_threads"] = background
+    if "cold" in cases and not args.predict_only:
+        sh([simreplay, "probe", "storage", args.data, "--quick", "--out", os.path.join(args.out, "probe.json")],
+           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Measurements, interleaved by case; one discarded warm-up run per case first.
+    measured: Dict[str, List[float]] = {c: [] for c in cases}
+    loads: Dict[str, List[float]] = {c: [] for c in cases}
+    for c in cases:
+        ds, fmt, frames, _, _ = CASES[c]
+        if not args.predict_only:
+            bench(os.path.join(args.data, ds), fmt, frames, os.path.join(args.out, f"{c}-warmup.json"))
+    if args.predict_only and os.path.exists(os.path.join(args.out, "whatifs.json")):
+        with open(os.path.join(args.out, "whatifs.json")) as f:
+            old = json.load(f)
+        for c in cases:
+            measured[c] = old["cases"][c]["measured_samples_per_s"]
+            loads[c] = old["cases"][c]["load_avg_1min"]
+        report["started"] = old["started"]
+    elif args.predict_only:  # an interrupted run: its per-run summaries (no per-run load record)
+        for c in cases:
+            for r in range(args.reps):
+                path = os.path.join(args.out, f"{c}-{r}.json")
+                if os.path.exists(path):
+                    with open(path) as f:
+                        measured[c].append(json.load(f)["throughput_samples_per_s"])
+            loads[c] = [float("nan")]
+    for rep in range(0 if args.predict_only else args.reps):
+        for c in cases:
+            ds, fmt, frames, cold, _ = CASES[c]
+            if cold and not drop_caches():
+                continue
+            loads[c].append(load())
+            s = bench(os.path.join(args.data, ds), fmt, frames, os.path.join(args.out, f"{c}-{rep}.json"))
+            measured[c].append(s["throughput_samples_per_s"])
+            loads[c].append(load())
+    for c in cases:
+        _, _, _, cold, overrides = CASES[c]
+        entry: Dict[str, Any] = {"measured_samples_per_s": measured[c], "load_avg_1min": loads[c]}
+        if cold and not measured[c]:
+            entry["skipped"] = "drop_caches needs root"
+            report["cases"][c] = entry
+            continue
+        tiers = None
+        if overrides == "cold":
+            # Warm reads as captured (the base trace ran from the page cache); cold ones from the disk
+            # as the storage probe measured it: one random request per sample (latency + bytes / rate).
+            with open(os.path.join(args.out, "probe.json")) as f:
+                fit = json.load(f)["fit"]["random"]
+            tiers = [{"kind": "page_cache"}, {"kind": "local", "latency_s": fit["latency_s"],
+                                               "bytes_per_s_per_stream": fit["bandwidth_bytes_per_s"]}]
+            entry["probe_random_fit"] = fit
+        p = predict(simreplay, model, overrides, os.path.join(args.out, "predict", c), tiers, background)
+        med = statistics.median(measured[c])
+        entry.update({"measured_median": med, "predicted": p["train_throughput_samples_per_s"],
+                      "error_pct": 100 * (p["train_throughput_samples_per_s"] - med) / med,
+                      "warnings": p["warnings"]})
+        report["cases"][c] = entry
+    # The change each what-if predicts against the base case, next to the change measured: machine load
+    # that the model does not hold (it assumes a dedicated machine) cancels to first order in the ratio.
+    b = report["cases"].get("base", {})
+    for c, e in report["cases"].items():
+        if c == "base" or "predicted" not in e or "predicted" not in b:
+            continue
+        e["measured_ratio_to_base"] = e["measured_median"] / b["measured_median"]
+        e["predicted_ratio_to_base"] = e["predicted"] / b["predicted"]
+        e["ratio_error_pct"] = 100 * (e["predicted_ratio_to_base"] / e["measured_ratio_to_base"] - 1)
+    report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with open(os.path.join(args.out, "whatifs.json"), "w") as f:
+        json.dump(report, f, indent=1, sort_keys=True)
+    print("case       measured (min..max)        predicted   error  ratio-to-base error   load")
+    for c, e in report["cases"].items():
+        if "skipped" in e:
+            print(f"{c:10s} skipped: {e['skipped']}")
+            continue
+        m = e["measured_samples_per_s"]
+        print(f"{c:10s} {e['measured_median']:7.1f} ({min(m):.1f}..{max(m):.1f})   {e['predicted']:9.1f} "
+              f"{e['error_pct']:+6.1f}%  {e.get('ratio_error_pct', 0.0):+6.1f}%  "
+              f"{min(e['load_avg_1min']):.1f}..{max(e['load_avg_1min']):.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
