@@ -41,8 +41,7 @@ int WritePlan(const plan::PlanOutcome& outcome, const std::string& out_dir) {
   return kExitOk;
 }
 
-int ReportFailures(const plan::CandidateRunSummary& summary, const plan::PlanSetup& setup,
-                   const std::string& out_dir) {
+int ReportFailures(const plan::CandidateRunSummary& summary, const plan::PlanSetup& setup, const std::string& out_dir) {
   for (const auto& [point, why] : summary.failures) {
     std::fprintf(stderr, "%s: candidate %zu (%s) failed: %s\n", kVerb, point, setup.point_labels[point].c_str(),
                  why.message().c_str());

@@ -33,9 +33,9 @@ bool ParseShardFlag(const std::string& verb, const std::string& text, scenarios:
 
 // What the array tasks and the merge job run, when it is not what-if's sweep (a plan's candidates).
 struct SlurmCommand {
-  std::string task_verb = "what-if";     // BINARY TASK_VERB INPUT --out DIR --shard I/N --resume ...
-  std::vector<std::string> task_args;    // appended to every task's command
-  std::vector<std::string> merge_args;   // after BINARY; empty: merge DIR --out DIR
+  std::string task_verb = "what-if";    // BINARY TASK_VERB INPUT --out DIR --shard I/N --resume ...
+  std::vector<std::string> task_args;   // appended to every task's command
+  std::vector<std::string> merge_args;  // after BINARY; empty: merge DIR --out DIR
   std::string result_file = "results.csv";
   std::string job_name = "simreplay-sweep";
 };

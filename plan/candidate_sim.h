@@ -19,8 +19,8 @@ namespace simreplay::plan {
 
 // The links the candidate's collectives travel over (docs/planning.md, "Communication").
 struct CandidateNetwork {
-  double nic_bytes_per_s = 100e9;        // per node, each direction
-  double nic_latency_s = 5e-6;           // per message hop between nodes
+  double nic_bytes_per_s = 100e9;         // per node, each direction
+  double nic_latency_s = 5e-6;            // per message hop between nodes
   double intra_node_bytes_per_s = 300e9;  // GPU to GPU inside a node, each direction
   double intra_node_latency_s = 2e-6;
   double overlap = 0;  // fraction of the step that is backward (DDP buckets go out during it)

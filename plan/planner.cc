@@ -9,13 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "common/sha256.h"
 #include "models/accelerator_catalogue.h"
 #include "plan/candidate_sim.h"
 #include "plan/recommendation.h"
 #include "scenarios/scenario.h"
 #include "sim/isolated_run.h"
 #include "sim/point_runner.h"
-#include "common/sha256.h"
 
 namespace simreplay::plan {
 
@@ -259,8 +259,8 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
 
 Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>& runs) {
   if (runs.size() != setup.point_rows.size()) {
-    return Status::Internal(fmt::format("plan: {} candidate runs for {} candidates", runs.size(),
-                                        setup.point_rows.size()));
+    return Status::Internal(
+        fmt::format("plan: {} candidate runs for {} candidates", runs.size(), setup.point_rows.size()));
   }
   PlanOutcome& out = setup.out;
   const PlanSpec& spec = out.spec;
@@ -268,8 +268,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
   const auto& preflight = setup.preflight;
   const int accum = setup.grad_accum;
   const double checkpoint_bytes = setup.checkpoint_bytes, write_bps = setup.write_bytes_per_s,
-               read_bps = setup.read_bytes_per_s, restart_s = setup.restart_s,
-               peak_memory = setup.peak_memory_bytes;
+               read_bps = setup.read_bytes_per_s, restart_s = setup.restart_s, peak_memory = setup.peak_memory_bytes;
   const bool restart_includes_read = setup.restart_includes_read;
   sim::CostCache& cache = *setup.cache;
   const BytesPerParameter bpp = StateBytes(spec.model.optimizer, spec.model.precision);
@@ -457,14 +456,14 @@ Result<scenarios::SweepIdentity> IdentifyPlan(const PlanSetup& setup) {
   for (const auto& [gpu, step] : setup.steps) {
     if (scenario_docs.contains(step.scenario_path)) continue;
     scenario_docs[step.scenario_path] = step.scenario_json;
-    auto scenario = scenarios::ParseScenario(step.scenario_json, step.scenario_path,
-                                             scenarios::DirectoryOf(step.scenario_path));
+    auto scenario =
+        scenarios::ParseScenario(step.scenario_json, step.scenario_path, scenarios::DirectoryOf(step.scenario_path));
     if (!scenario.ok()) return scenario.status();
     inputs.push_back({{}, std::move(*scenario)});
   }
   definition["scenarios"] = scenario_docs;
-  for (const auto& [key, path] : {std::pair<std::string, std::string>{"preflight", spec.preflight_path},
-                                  {"catalogue", spec.catalogue_path}}) {
+  for (const auto& [key, path] :
+       {std::pair<std::string, std::string>{"preflight", spec.preflight_path}, {"catalogue", spec.catalogue_path}}) {
     if (path.empty()) continue;
     auto digest = Sha256OfFile(path);
     if (!digest.ok()) return digest.status();

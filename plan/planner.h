@@ -101,9 +101,9 @@ struct GpuStep {
 struct PlanSetup {
   PlanOutcome out;  // spec, and rows with memory fit, step time, steps and the closed-form collective
   std::map<std::string, GpuStep> steps;
-  std::vector<size_t> point_rows;          // rows simulated, in point order
-  std::vector<CandidateSimSetup> sims;     // per point
-  std::vector<std::string> point_labels;   // per point: "h100-sxm x 4 nodes (fsdp)"
+  std::vector<size_t> point_rows;         // rows simulated, in point order
+  std::vector<CandidateSimSetup> sims;    // per point
+  std::vector<std::string> point_labels;  // per point: "h100-sxm x 4 nodes (fsdp)"
   std::vector<std::pair<std::string, nlohmann::json>> PointAxes(size_t point) const;
   std::optional<PreflightInputs> preflight;
   double checkpoint_bytes = 0, write_bytes_per_s = 0, read_bytes_per_s = 0, restart_s = 0;
@@ -123,9 +123,9 @@ Result<scenarios::SweepIdentity> IdentifyPlan(const PlanSetup& setup);
 
 struct CandidateRunOptions {
   int jobs = 1;
-  scenarios::ShardSpec shard;                  // which points this process simulates
-  const scenarios::PointStore* store = nullptr;  // saves each point as it finishes (nullptr: memory only)
-  bool resume = false;                         // with a store: keep its finished points
+  scenarios::ShardSpec shard;                               // which points this process simulates
+  const scenarios::PointStore* store = nullptr;             // saves each point as it finishes (nullptr: memory only)
+  bool resume = false;                                      // with a store: keep its finished points
   std::function<void(size_t done, size_t total)> progress;  // simulation runs of this process
 };
 

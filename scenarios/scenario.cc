@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/error_line.h"
 #include "common/json_fields.h"
 
 namespace simreplay::scenarios {
@@ -316,7 +317,9 @@ Result<nlohmann::json> LoadScenarioJson(const std::string& path) {
   return json;
 }
 
-Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& where, const std::string& base_dir) {
+namespace {
+
+Result<Scenario> ParseScenarioJson(const nlohmann::json& json, const std::string& where, const std::string& base_dir) {
   Scenario s;
   s.path = where;
   JsonFields f(json, where);
@@ -403,6 +406,14 @@ Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& wh
   s.resolved = json;
   s.resolved.erase("sweep");
   return s;
+}
+
+}  // namespace
+
+Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& where, const std::string& base_dir) {
+  auto scenario = ParseScenarioJson(json, where, base_dir);
+  if (!scenario.ok()) return WithLineFromFile(scenario.status(), where);  // FILE:LINE of the offending key
+  return scenario;
 }
 
 Result<std::vector<SweepPoint>> ExpandSweep(const nlohmann::json& json, const std::string& where,

@@ -207,5 +207,19 @@ TEST(Scenario, RegressionNumberOverflowIsFileLineError) {
   EXPECT_EQ(json.status().message(), path + ":2: a number out of range: 1e400 does not fit a 64-bit float");
 }
 
+TEST(ErrorLine, ScenarioErrorsNameTheLineOfTheOffendingKey) {
+  const std::string path = ::testing::TempDir() + "/bad_scenario.json";
+  std::ofstream(path) << "{\"model\": \"model.json\",\n"
+                         " \"train\": {\"steps\": 10},\n"
+                         " \"loader\": {\"batch_size\": 8,\n"
+                         "            \"num_workers\": -2}}\n";
+  auto json = LoadScenarioJson(path);
+  ASSERT_TRUE(json.ok()) << json.status().message();
+  auto scenario = ParseScenario(*json, path, ::testing::TempDir());
+  ASSERT_FALSE(scenario.ok());
+  EXPECT_EQ(scenario.status().message().rfind(path + ":4: loader: 'num_workers'", 0), 0u)
+      << scenario.status().message();
+}
+
 }  // namespace
 }  // namespace simreplay::scenarios
