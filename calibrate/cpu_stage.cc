@@ -365,7 +365,8 @@ Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nl
     SetProvenance(&model, "cpu.busy_core_slowdown", false,
                   fmt::format("contention curve fitted to the {} (rms {:.2f}%)", from, 100 * f.rms_log_error));
     model.cpu.oversubscription_overhead = f.overhead;
-    SetProvenance(&model, "cpu.oversubscription_overhead", !f.overhead_kept,
+    // Measured even when 0: the curve was fitted and did not show an overhead.
+    SetProvenance(&model, "cpu.oversubscription_overhead", false,
                   fmt::format("contention curve fitted to the {}: {}", from, f.note));
   } else if (curves->source == "assumed" && options.busy_core_slowdown < 0) {
     warnings.push_back(
