@@ -18,7 +18,10 @@ nlohmann::json BusyCoreEstimate::ToJson() const {
           {"note", note}};
 }
 
-std::vector<double> SampleOverlaps(const std::vector<BusyCoreSample>& samples, int cores) {
+namespace {
+
+// Per sample: the time-integral of the other samples running during it (0 for a sample without duration).
+std::vector<double> OthersRunning(const std::vector<BusyCoreSample>& samples) {
   // Sweep line: the step function "samples running" and its running integral at every boundary.
   std::vector<std::pair<double, int>> edges;
   for (const auto& s : samples) {
@@ -46,15 +49,36 @@ std::vector<double> SampleOverlaps(const std::vector<BusyCoreSample>& samples, i
     }
     return base;
   };
+  std::vector<double> others;
+  others.reserve(samples.size());
+  for (const auto& s : samples) {
+    others.push_back(s.duration_s <= 0 ? 0.0
+                                       : integral_at(s.start_s + s.duration_s) - integral_at(s.start_s) - s.duration_s);
+  }
+  return others;
+}
+
+}  // namespace
+
+std::vector<double> SampleConcurrency(const std::vector<BusyCoreSample>& samples) {
+  std::vector<double> concurrency = OthersRunning(samples);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    concurrency[i] = samples[i].duration_s <= 0 ? 1.0 : 1.0 + std::max(0.0, concurrency[i] / samples[i].duration_s);
+  }
+  return concurrency;
+}
+
+std::vector<double> SampleOverlaps(const std::vector<BusyCoreSample>& samples, int cores) {
+  const std::vector<double> others = OthersRunning(samples);
   std::vector<double> overlaps;
   overlaps.reserve(samples.size());
-  for (const auto& s : samples) {
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const auto& s = samples[i];
     if (s.duration_s <= 0 || cores < 2) {
       overlaps.push_back(0);
       continue;
     }
-    double others = integral_at(s.start_s + s.duration_s) - integral_at(s.start_s) - s.duration_s;
-    overlaps.push_back(std::clamp(others / (s.duration_s * (cores - 1)), 0.0, 1.0));
+    overlaps.push_back(std::clamp(others[i] / (s.duration_s * (cores - 1)), 0.0, 1.0));
   }
   return overlaps;
 }
@@ -113,8 +137,8 @@ BusyCoreEstimate EstimateBusyCoreSlowdown(const std::vector<BusyCoreSample>& sam
   if (weight == 0) {
     std::string why;
     for (const auto& r : rejected) why += (why.empty() ? "" : ", ") + r;
-    e.note = "no format with 20+ samples showed a significant slowdown" + (why.empty() ? std::string() : " (" + why + ")") +
-             ": assumed 0";
+    e.note = "no format with 20+ samples showed a significant slowdown" +
+             (why.empty() ? std::string() : " (" + why + ")") + ": assumed 0";
     return e;
   }
   e.slowdown = std::clamp(weighted / weight, 0.0, 1.0);

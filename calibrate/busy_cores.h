@@ -36,6 +36,11 @@ struct BusyCoreEstimate {
   nlohmann::json ToJson() const;
 };
 
+// Concurrency each sample saw: 1 + (time-integral of the other samples running during it) / its
+// duration (same order as `samples`; 1 for a sample without duration). Not capped at the cores:
+// beyond them it counts runnable samples waiting for a core.
+std::vector<double> SampleConcurrency(const std::vector<BusyCoreSample>& samples);
+
 // Overlap of each sample with the others (same order as `samples`), in [0, 1].
 std::vector<double> SampleOverlaps(const std::vector<BusyCoreSample>& samples, int cores);
 

@@ -24,6 +24,11 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
     if (!probe.ok()) return probe.status();
     in.probe = std::move(*probe);
   }
+  if (!options.cpu_probe_path.empty()) {
+    auto cpu_probe = ReadCpuProbeFile(options.cpu_probe_path);
+    if (!cpu_probe.ok()) return cpu_probe.status();
+    in.cpu_probe = std::move(*cpu_probe);
+  }
 
   CalibrationDraft draft;
   draft.model.trace_path =

@@ -22,8 +22,11 @@
 namespace simreplay::calibrate {
 
 struct CalibrateOptions {
-  std::vector<std::string> traces;        // the first one is the trace the model replays
-  std::string probe_path;                 // optional simreplay.probe/1 document
+  std::vector<std::string> traces;  // the first one is the trace the model replays
+  std::string probe_path;           // optional simreplay.probe/1 document
+  // Optional simreplay.probe-cpu/1 document (simreplay_capture.probe_cpu): the measured contention
+  // curve sets cpu.busy_core_slowdown and cpu.oversubscription_overhead (calibrate/cpu_probe.h).
+  std::string cpu_probe_path;
   std::string model_path;                 // where the model will be written ("trace" is made relative to it)
   std::string storage_mode = "recorded";  // storage.mode written to the model: recorded | model
   // cpu.worker_cost_scale written to the model: "intrinsic" (default) removes the contention the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -74,14 +75,190 @@ void WorkerOverhead(const TraceData& t, double* overhead_per_batch_s, double* cp
   *cpu_work_per_batch_s = n_inside > 0 ? work / n_inside : 0;
 }
 
-BusyCoreEstimate TraceBusyCores(const TraceData& t) {
+// Worker samples with cpu_ns (the ones the busy-core and contention fits read), and their dataset indices.
+std::vector<BusyCoreSample> WorkerCpuSamples(const TraceData& t, std::vector<int64_t>* indices = nullptr) {
   std::vector<BusyCoreSample> samples;
   for (const auto& s : t.samples) {
     if (s.cpu_ns < 0 || s.worker < 0) continue;
     samples.push_back({s.t_start_ns * kNs, (s.read_ns + s.decode_ns + s.augment_ns) * kNs, s.cpu_ns * kNs,
                        static_cast<double>(s.width * s.height * std::max<int64_t>(1, s.frames)), s.format});
+    if (indices != nullptr) indices->push_back(s.index);
   }
-  return EstimateBusyCoreSlowdown(samples, ManifestInt(t.manifest, "hardware", "cores", 0));
+  return samples;
+}
+
+BusyCoreEstimate TraceBusyCores(const TraceData& t) {
+  return EstimateBusyCoreSlowdown(WorkerCpuSamples(t), ManifestInt(t.manifest, "hardware", "cores", 0));
+}
+
+// The contention curve the model holds: from a CPU probe (measured), else jointly from traces at
+// different concurrency (thread CPU time of the same samples), else none (the single-trace busy-core
+// estimate, as before probes existed).
+struct ContentionCurves {
+  std::string source = "assumed";  // probe | traces | assumed
+  int cores = 0;
+  std::optional<ContentionCurveFit> throughput;  // f: the simulator's capacity function
+  std::optional<ContentionCurveFit> thread_cpu;  // g: what a trace's cpu_ns contains
+  nlohmann::json report = nlohmann::json::object();
+};
+
+// Per trace: the cpu-weighted mean concurrency its samples ran at, and the mean cpu over `common`
+// dataset indices (per index mean first, so traces that loaded an index more often do not weigh it more).
+struct TraceCpuPoint {
+  double concurrency = 1;
+  std::map<int64_t, std::pair<double, int>> cpu_by_index;  // index -> (sum cpu_s, count)
+  int64_t samples = 0;
+};
+
+TraceCpuPoint CpuPointOf(const TraceData& t) {
+  TraceCpuPoint p;
+  std::vector<int64_t> indices;
+  const std::vector<BusyCoreSample> samples = WorkerCpuSamples(t, &indices);
+  const std::vector<double> n = SampleConcurrency(samples);
+  double weighted = 0, cpu = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    weighted += n[i] * samples[i].cpu_s;
+    cpu += samples[i].cpu_s;
+    auto& slot = p.cpu_by_index[indices[i]];
+    slot.first += samples[i].cpu_s;
+    slot.second += 1;
+  }
+  p.concurrency = cpu > 0 ? weighted / cpu : 1;
+  p.samples = static_cast<int64_t>(samples.size());
+  return p;
+}
+
+Result<ContentionCurves> FitCurves(const CalibrationInput& in, std::vector<std::string>* warnings) {
+  ContentionCurves c;
+  const int trace_cores = ManifestInt(in.primary().manifest, "hardware", "cores", 0);
+  if (in.cpu_probe) {
+    const CpuProbe& probe = *in.cpu_probe;
+    c.source = "probe";
+    c.cores = probe.cores;
+    auto f = FitContentionCurve(ThroughputCostPoints(probe), probe.cores);
+    if (!f.ok()) return Status::InvalidArgument(probe.file + ": " + f.status().message());
+    auto g = FitContentionCurve(ThreadCpuPoints(probe), probe.cores);
+    if (!g.ok()) return Status::InvalidArgument(probe.file + ": " + g.status().message());
+    c.throughput = *f;
+    c.thread_cpu = *g;
+    const double foreign = ProbeForeignBusyCores(probe);
+    if (foreign > 0.25) {
+      warnings->push_back(
+          fmt::format("{}: about {:.1f} cores were busy with other processes while the probe ran: "
+                      "the measured curve includes their contention (probe a quiet machine, or "
+                      "one as loaded as the one you predict)",
+                      probe.file, foreign));
+    }
+    if (trace_cores > 0 && trace_cores != probe.cores) {
+      warnings->push_back(
+          fmt::format("{}: probed on {} cores, the trace {} was captured on {}: the curve is the "
+                      "probe host's",
+                      probe.file, probe.cores, in.primary().path, trace_cores));
+    }
+    nlohmann::json pts = nlohmann::json::array();
+    for (const auto& p : probe.points) {
+      const double cost =
+          std::min<double>(p.workers, std::max(1e-3, probe.cores - std::clamp(p.main_cpu_s / p.wall_s, 0.0, 1.0))) /
+          p.throughput_samples_per_s;
+      const double fitted_thr = p.throughput_samples_per_s * cost / (f->base_cost * f->Factor(p.workers, probe.cores));
+      pts.push_back({{"workers", p.workers},
+                     {"round", p.round},
+                     {"throughput_samples_per_s", p.throughput_samples_per_s},
+                     {"fitted_throughput_samples_per_s", fitted_thr},
+                     {"error_pct", 100 * (fitted_thr - p.throughput_samples_per_s) / p.throughput_samples_per_s},
+                     {"getitem_cpu_s", p.getitem_cpu_s},
+                     {"fitted_getitem_cpu_s", g->base_cost * g->Factor(p.workers, probe.cores)},
+                     {"loadavg_1m", p.loadavg_1m}});
+    }
+    c.report = {{"source", "probe"},
+                {"file", probe.file},
+                {"cores", probe.cores},
+                {"foreign_busy_cores", foreign},
+                {"throughput_fit", f->ToJson()},
+                {"thread_cpu_fit", g->ToJson()},
+                {"points", pts}};
+    return c;
+  }
+  // Joint fit over traces of the same pipeline at different worker counts.
+  std::vector<TraceCpuPoint> points;
+  for (const auto& t : in.traces) points.push_back(CpuPointOf(t));
+  std::map<int64_t, int> seen;  // index -> traces that loaded it
+  int usable = 0;
+  for (const auto& p : points) {
+    if (p.samples < 20) continue;
+    ++usable;
+    for (const auto& [index, slot] : p.cpu_by_index) ++seen[index];
+  }
+  double lo = 1e300, hi = 0;
+  for (const auto& p : points) {
+    if (p.samples < 20) continue;
+    lo = std::min(lo, p.concurrency);
+    hi = std::max(hi, p.concurrency);
+  }
+  if (usable < 2 || hi - lo < 0.25 || trace_cores <= 0) {
+    c.report = {{"source", "assumed"},
+                {"note",
+                 "no CPU probe and no traces at different concurrency: the contention curve is assumed "
+                 "(shared-core slowdown from the primary trace when significant, no oversubscription "
+                 "overhead); measure it with python3 -m simreplay_capture.probe_cpu"}};
+    return c;
+  }
+  std::vector<CurvePoint> curve;
+  nlohmann::json per_trace = nlohmann::json::array();
+  for (size_t ti = 0; ti < points.size(); ++ti) {
+    const auto& p = points[ti];
+    if (p.samples < 20) continue;
+    double sum = 0;
+    int n = 0;
+    for (const auto& [index, slot] : p.cpu_by_index) {
+      if (seen[index] != usable) continue;
+      sum += slot.first / slot.second;
+      ++n;
+    }
+    if (n < 10) continue;
+    curve.push_back({p.concurrency, sum / n});
+    per_trace.push_back({{"trace", in.traces[ti].path},
+                         {"num_workers", ManifestInt(in.traces[ti].manifest, "loader", "num_workers", -1)},
+                         {"mean_concurrency", p.concurrency},
+                         {"common_indices", n},
+                         {"mean_cpu_s", sum / n}});
+  }
+  auto g = FitContentionCurve(curve, trace_cores);
+  if (!g.ok()) {
+    c.report = {{"source", "assumed"},
+                {"note", "joint fit over traces failed: " + g.status().message()},
+                {"traces", per_trace}};
+    return c;
+  }
+  c.source = "traces";
+  c.cores = trace_cores;
+  c.thread_cpu = *g;
+  c.throughput = *g;  // the traces show thread CPU only: the simulator's curve is assumed to be the same
+  for (auto& row : per_trace) {
+    row["fitted_cpu_s"] = g->base_cost * g->Factor(row["mean_concurrency"].get<double>(), trace_cores);
+  }
+  c.report = {{"source", "traces"},
+              {"cores", trace_cores},
+              {"thread_cpu_fit", g->ToJson()},
+              {"traces", per_trace},
+              {"note",
+               "fitted jointly to the thread CPU time of the same samples in every trace; the throughput "
+               "curve is assumed equal to it (CPU lost outside thread time, e.g. to context switches, is "
+               "not seen: a CPU probe measures it)"}};
+  return c;
+}
+
+// How much the cpu_ns of a trace's samples is inflated by the contention they ran under: sum(cpu) /
+// sum(cpu / g(n_i)), with n_i the concurrency each sample saw. 1 without cpu_ns.
+double CpuInflation(const TraceData& t, const ContentionCurveFit& g, int cores) {
+  const std::vector<BusyCoreSample> samples = WorkerCpuSamples(t);
+  const std::vector<double> n = SampleConcurrency(samples);
+  double cpu = 0, intrinsic = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    cpu += samples[i].cpu_s;
+    intrinsic += samples[i].cpu_s / g.Factor(n[i], cores);
+  }
+  return intrinsic > 0 ? cpu / intrinsic : 1.0;
 }
 
 ContentionEstimate TraceContention(const TraceData& t) {
@@ -128,7 +305,7 @@ ContentionEstimate TraceContention(const TraceData& t) {
 
 // Contention per trace (intrinsic and as-captured scales, busy-core slowdown) and the model's cpu scale,
 // overhead factor and slowdown from the primary trace.
-void FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
+Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
   nlohmann::json& cpu_q = *cpu_quality;
   const CalibrateOptions& options = *in.options;
   const std::vector<TraceData>& traces = in.traces;
@@ -139,6 +316,8 @@ void FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nloh
   nlohmann::json per_trace = nlohmann::json::array();
   std::vector<ContentionEstimate>& contention = d->contention;
   std::vector<BusyCoreEstimate>& busy_cores = d->busy_cores;  // per trace; the primary's slowdown is the model's
+  auto curves = FitCurves(in, &warnings);
+  if (!curves.ok()) return curves.status();
   for (const auto& t : traces) {
     contention.push_back(TraceContention(t));
     // Shared-core slowdown: the cpu_ns of samples that ran beside others already contain it, so it is
@@ -150,7 +329,10 @@ void FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nloh
       busy.note = "given on the command line (--busy-core-slowdown)";
     }
     const double slowdown = busy_cores.empty() ? busy.slowdown : busy_cores.front().slowdown;
-    const double inflation = 1.0 + slowdown * busy.mean_overlap;
+    double inflation = 1.0 + slowdown * busy.mean_overlap;
+    if (curves->thread_cpu && options.busy_core_slowdown < 0) {
+      inflation = CpuInflation(t, *curves->thread_cpu, curves->cores);
+    }
     contention.back().intrinsic_scale /= inflation;
     contention.back().as_captured_scale /= inflation;
     busy_cores.push_back(busy);
@@ -159,9 +341,11 @@ void FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nloh
     j["busy_cores"] = busy_cores.back().ToJson();
     j["num_workers"] = ManifestInt(t.manifest, "loader", "num_workers", -1);
     j["cores"] = ManifestInt(t.manifest, "hardware", "cores", 0);
+    j["cpu_ns_inflation"] = inflation;
     per_trace.push_back(j);
   }
   cpu_q["contention"] = per_trace;
+  cpu_q["contention_curve"] = curves->report;
   const auto& c0 = contention.front();
   model.cpu.worker_overhead_factor = c0.overhead_factor;
   SetProvenance(&model, "cpu.worker_overhead_factor", c0.overhead_method == "none",
@@ -169,6 +353,27 @@ void FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nloh
   model.cpu.busy_core_slowdown = busy_cores.front().slowdown;
   SetProvenance(&model, "cpu.busy_core_slowdown", !busy_cores.front().measured,
                 busy_cores.front().note + ", " + primary_src);
+  SetProvenance(&model, "cpu.oversubscription_overhead", true,
+                "assumed 0: no measured contention curve (simreplay_capture.probe_cpu, --cpu-probe)");
+  if (curves->throughput && options.busy_core_slowdown < 0) {
+    const ContentionCurveFit& f = *curves->throughput;
+    const bool probed = curves->source == "probe";
+    const std::string from = probed
+                                 ? "CPU probe " + in.cpu_probe->file
+                                 : fmt::format("thread CPU time of {} traces at different concurrency", traces.size());
+    model.cpu.busy_core_slowdown = f.slowdown;
+    SetProvenance(&model, "cpu.busy_core_slowdown", false,
+                  fmt::format("contention curve fitted to the {} (rms {:.2f}%)", from, 100 * f.rms_log_error));
+    model.cpu.oversubscription_overhead = f.overhead;
+    // Measured even when 0: the curve was fitted and did not show an overhead.
+    SetProvenance(&model, "cpu.oversubscription_overhead", false,
+                  fmt::format("contention curve fitted to the {}: {}", from, f.note));
+  } else if (curves->source == "assumed" && options.busy_core_slowdown < 0) {
+    warnings.push_back(
+        "CPU contention curve assumed (no --cpu-probe, no traces at different worker counts): predictions for "
+        "other worker counts, oversubscribed ones in particular, rest on it; measure it with python3 -m "
+        "simreplay_capture.probe_cpu");
+  }
   const bool as_captured = d->as_captured = options.cpu_scale == "as-captured";
   model.cpu.worker_cost_scale = as_captured ? c0.as_captured_scale : c0.intrinsic_scale;
   SetProvenance(
@@ -190,6 +395,7 @@ void FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nloh
   model.cpu.core_speed_scale = 1.0;
   SetProvenance(&model, "cpu.core_speed_scale", true,
                 "1 = the captured machine's cores (set it to simulate other cores)");
+  return Status::Ok();
 }
 
 void FitMainPerBatch(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
@@ -340,7 +546,7 @@ void FitPin(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu
 
 Status FitCpu(const CalibrationInput& in, CalibrationDraft* d) {
   nlohmann::json cpu_q = nlohmann::json::object();
-  FitContentionAndScale(in, d, &cpu_q);
+  SIMREPLAY_RETURN_IF_ERROR(FitContentionAndScale(in, d, &cpu_q));
   FitMainPerBatch(in, d, &cpu_q);
   FitWorkerLifecycle(in, d, &cpu_q);
   FitCollate(in, d);

@@ -16,6 +16,7 @@
 
 #include "calibrate/busy_cores.h"
 #include "calibrate/contention.h"
+#include "calibrate/cpu_probe.h"
 #include "calibrate/storage_probe.h"
 #include "calibrate/trace_data.h"
 #include "common/status.h"
@@ -31,6 +32,7 @@ struct CalibrationInput {
   const CalibrateOptions* options = nullptr;
   std::vector<TraceData> traces;
   std::optional<ProbeDocument> probe;  // --probe, read by ReadProbeFile
+  std::optional<CpuProbe> cpu_probe;   // --cpu-probe, read by ReadCpuProbeFile
   const TraceData& primary() const { return traces.front(); }
 };
 

@@ -30,6 +30,9 @@ int RunCalibrate(int argc, char** argv) {
       ->required();
   app.add_option("--out", out, "model file to write (atomically)")->required();
   app.add_option("--probe", options.probe_path, "storage probe document (simreplay probe storage)");
+  app.add_option("--cpu-probe", options.cpu_probe_path,
+                 "CPU contention probe (python3 -m simreplay_capture.probe_cpu, docs/probe-cpu.md): the measured "
+                 "curve sets cpu.busy_core_slowdown and cpu.oversubscription_overhead");
   app.add_option("--storage-mode", options.storage_mode,
                  "storage.mode written to the model: recorded (default) or model")
       ->check(CLI::IsMember({"recorded", "model"}));
@@ -99,6 +102,23 @@ int RunCalibrate(int argc, char** argv) {
   const auto& m = result->model;
   std::printf("cpu.worker_cost_scale %.4f (%s)\n", m.cpu.worker_cost_scale,
               m.info.at("cpu.worker_cost_scale").source.c_str());
+  {
+    // The contention curve and, when measured, how well it fits the probe's points.
+    const nlohmann::json& fq = m.extra.contains("fit_quality") ? m.extra["fit_quality"] : nlohmann::json::object();
+    const nlohmann::json curve = fq.contains("cpu") && fq["cpu"].contains("contention_curve")
+                                     ? fq["cpu"]["contention_curve"]
+                                     : nlohmann::json::object();
+    const std::string source = curve.value("source", std::string("assumed"));
+    std::printf("cpu contention        busy_core_slowdown %.3f, oversubscription_overhead %.3f (curve %s)\n",
+                m.cpu.busy_core_slowdown, m.cpu.oversubscription_overhead, source.c_str());
+    if (curve.contains("points")) {
+      for (const auto& p : curve["points"]) {
+        std::printf("  probe k=%d round %d: %.1f samples/s measured, %.1f fitted (%+.1f%%)\n", p["workers"].get<int>(),
+                    p["round"].get<int>(), p["throughput_samples_per_s"].get<double>(),
+                    p["fitted_throughput_samples_per_s"].get<double>(), p["error_pct"].get<double>());
+      }
+    }
+  }
   std::printf("cpu.main_per_batch_s  %.6f s   worker_startup_s %.4f s   worker_spawn_s %.4f s\n",
               m.cpu.main_per_batch_s, m.cpu.worker_startup_s, m.cpu.worker_spawn_s);
   std::printf("gpu.step_time_s       %.6f s (cv %.3f, %s, %s)\n", m.gpu.step_time_s, m.gpu.step_cv,

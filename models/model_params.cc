@@ -40,6 +40,8 @@ const std::vector<NumericParam>& NumericParams() {
       {"cpu", "collate_per_sample_s", [](ModelParams& m) -> double& { return m.cpu.collate_per_sample_s; }, false},
       {"cpu", "background_threads", [](ModelParams& m) -> double& { return m.cpu.background_threads; }, false},
       {"cpu", "busy_core_slowdown", [](ModelParams& m) -> double& { return m.cpu.busy_core_slowdown; }, false},
+      {"cpu", "oversubscription_overhead", [](ModelParams& m) -> double& { return m.cpu.oversubscription_overhead; },
+       false},
       {"storage", "bandwidth_bytes_per_s", [](ModelParams& m) -> double& { return m.storage.bandwidth_bytes_per_s; },
        true},
       {"storage", "latency_s", [](ModelParams& m) -> double& { return m.storage.latency_s; }, false},

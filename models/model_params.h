@@ -32,6 +32,10 @@ struct CpuParams {
   // Shared-core slowdown (SMT siblings, shared caches and memory bandwidth): with m of the C cores
   // busy, every execution runs at speed / (1 + busy_core_slowdown x (m - 1) / (C - 1)).
   double busy_core_slowdown = 0;
+  // Oversubscription overhead (context switches, caches refilled after each switch): with n > C
+  // executions runnable, every one is further slowed by (1 + oversubscription_overhead x (n - C) / C).
+  // Fitted to a measured contention curve (simreplay_capture.probe_cpu, docs/probe-cpu.md).
+  double oversubscription_overhead = 0;
 };
 
 struct StorageParams {

@@ -1,5 +1,6 @@
 #include "sim/platform.h"
 
+#include <algorithm>
 #include <string>
 
 namespace simreplay::sim {
@@ -20,18 +21,22 @@ std::vector<sg4::LinkInRoute> ToLinks(const Platform& p, const std::vector<Hop>&
   return links;
 }
 
-// The node's CPU host: C cores at the model's speed (x a straggler's factor), the shared-core slowdown.
+// The node's CPU host: C cores at the model's speed (x a straggler's factor), slowed by contention.
 sg4::Host* CreateCpu(sg4::NetZone* zone, const std::string& name, const models::ModelParams& model, int cores,
                      double speed_scale) {
   auto* host = zone->create_host(name, kFlopsPerCpuSecond * model.cpu.core_speed_scale * speed_scale);
   host->set_core_count(cores);
   const double slowdown = model.cpu.busy_core_slowdown;
-  if (slowdown > 0 && cores > 1) {
-    // The node's capacity with n executions running: min(n, C) cores, each slowed by the shared-core
-    // factor (models/model_params.h). Single-threaded executions stay capped at one core each.
-    host->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR, [slowdown, cores](double capacity, int n) {
+  const double overhead = model.cpu.oversubscription_overhead;
+  if ((slowdown > 0 && cores > 1) || overhead > 0) {
+    // The node's capacity with n executions running: min(n, C) cores, every execution's cost
+    // multiplied by the contention factor f(n) (models/model_params.h: shared-core slowdown, then
+    // oversubscription overhead beyond C). Single-threaded executions stay capped at one core each.
+    host->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR, [slowdown, overhead, cores](double capacity, int n) {
       const int busy = std::min(std::max(n, 1), cores);
-      return capacity / cores * busy / (1.0 + slowdown * (busy - 1) / (cores - 1));
+      const double shared = cores > 1 ? 1.0 + slowdown * (busy - 1) / (cores - 1) : 1.0;
+      const double switching = 1.0 + overhead * std::max(0, n - cores) / cores;
+      return capacity / cores * busy / (shared * switching);
     });
   }
   return host;

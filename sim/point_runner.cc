@@ -60,6 +60,15 @@ void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const mod
                     "anything measured (at most {:.2f} processes per core)",
                     w, cores, range["max_workers_plus_main_over_cores"].get<double>()));
   }
+  // More processes than cores: the prediction rests on the CPU contention curve. Say when it was not
+  // measured (no CPU probe or joint fit behind cpu.oversubscription_overhead; docs/probe-cpu.md).
+  const auto curve = model.info.find("cpu.oversubscription_overhead");
+  if (w + 1 > cores && (curve == model.info.end() || curve->second.assumed)) {
+    warnings->push_back(fmt::format(
+        "CPU contention curve assumed: {} workers + main process on {} cores, and the model's oversubscription "
+        "overhead was not measured (calibrate --cpu-probe, python3 -m simreplay_capture.probe_cpu)",
+        w, cores));
+  }
   auto outside = [&](const char* key, int value) {
     if (!range.contains(key) || !range[key].is_array() || range[key].size() != 2) return;
     int lo = range[key][0].get<int>(), hi = range[key][1].get<int>();

@@ -7,8 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "common/paths.h"
 #include "common/json_fields.h"
+#include "common/paths.h"
 #include "scenarios/scenario.h"
 #include "validation/json_locator.h"
 
@@ -261,9 +261,20 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   }
   if (j.contains("calibration")) {
     const auto& c = j["calibration"];
-    SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(c, "/calibration", {"from", "alternate"}));
+    SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(c, "/calibration", {"from", "alternate", "cpu_probe"}));
     SIMREPLAY_RETURN_IF_ERROR(p.String(c, "/calibration", "from", &spec.calibrate_from));
     SIMREPLAY_RETURN_IF_ERROR(p.String(c, "/calibration", "alternate", &spec.calibrate_alternate));
+    if (c.contains("cpu_probe")) {
+      const auto& cp = c["cpu_probe"];
+      const std::string ptr = "/calibration/cpu_probe";
+      SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(cp, ptr, {"seconds_per_point", "rounds", "max_total_s"}));
+      SIMREPLAY_RETURN_IF_ERROR(p.Double(cp, ptr, "seconds_per_point", 0.1, 60, &spec.cpu_probe.seconds_per_point));
+      SIMREPLAY_RETURN_IF_ERROR(p.Int(cp, ptr, "rounds", 1, 20, &spec.cpu_probe.rounds));
+      SIMREPLAY_RETURN_IF_ERROR(p.Double(cp, ptr, "max_total_s", 1, 3600, &spec.cpu_probe.max_total_s));
+      if (!spec.run.command.empty())
+        return p.Error(ptr, "the CPU probe replays the bench dataset: not with run.command");
+      spec.cpu_probe.enabled = true;
+    }
   }
   if (spec.mode == "suite") {
     if (spec.calibrate_from.empty()) spec.calibrate_from = spec.cases[0].name;

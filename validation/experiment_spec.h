@@ -92,6 +92,15 @@ struct ExperimentSpec {
   std::vector<ExperimentCase> cases;
   std::string calibrate_from;       // case whose trace calibrates the model for every other case
   std::string calibrate_alternate;  // case that calibrates the model used to predict calibrate_from
+  // calibration.cpu_probe: after the runs, measure the CPU contention curve of the bench dataset
+  // (python3 -m simreplay_capture.probe_cpu, docs/probe-cpu.md) into OUT/probe-cpu.json and calibrate
+  // every model with it (--cpu-probe). Bench runs only (no run.command).
+  struct CpuProbeSettings {
+    bool enabled = false;
+    double seconds_per_point = 2.0;
+    int rounds = 2;
+    double max_total_s = 90;
+  } cpu_probe;
   BootstrapOptions bootstrap;
   Thresholds thresholds;
   Criteria criteria;

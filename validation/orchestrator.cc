@@ -55,8 +55,8 @@ std::string RunOutcome(const RunRecord& rec, const std::string& out_dir) {
 // Calibrates a model from each calibrating case's median run (`simreplay calibrate` as a child, so a
 // crash in calibration cannot take the validation down). Returns case -> model path relative to OUT.
 std::map<std::string, std::string> CalibrateCases(const ValidateOptions& options, const std::vector<RunRecord>& runs,
-                                                  const std::string& runs_base, AnalysisInput* input,
-                                                  std::vector<std::string>* warnings) {
+                                                  const std::string& runs_base, const std::string& cpu_probe,
+                                                  AnalysisInput* input, std::vector<std::string>* warnings) {
   const ExperimentSpec& spec = options.spec;
   const std::string& out_dir = options.out_dir;
   std::map<std::string, std::string> model_of_case;
@@ -70,6 +70,10 @@ std::map<std::string, std::string> CalibrateCases(const ValidateOptions& options
     const std::string trace_abs = fs::absolute(runs_base + "/" + chosen->trace).lexically_normal().string();
     std::vector<std::string> args = {options.simreplay_executable, "calibrate", trace_abs, "--out",
                                      fs::absolute(out_dir + "/" + model_rel).string()};
+    if (!cpu_probe.empty()) {
+      args.push_back("--cpu-probe");
+      args.push_back(cpu_probe);
+    }
     auto outcome = RunChild(args, "", out_dir + "/models/" + cal + ".calibrate.log", 600);
     if (!outcome.ok() || outcome->exit_code != 0) {
       warnings->push_back(
@@ -82,12 +86,65 @@ std::map<std::string, std::string> CalibrateCases(const ValidateOptions& options
                            {"trace", chosen->trace},
                            {"model", model_rel},
                            {"chosen_as", "median train throughput of the case's repetitions"}};
+    if (!cpu_probe.empty()) info["cpu_probe"] = cpu_probe;
     auto model_json = ReadJsonFile(out_dir + "/" + model_rel);
     if (model_json.ok() && model_json->contains("self_check")) info["self_check"] = (*model_json)["self_check"];
     if (model_json.ok() && model_json->contains("warnings")) info["warnings"] = (*model_json)["warnings"];
     input->calibration[cal] = info;
   }
   return model_of_case;
+}
+
+// The CPU contention probe of the spec's calibration.cpu_probe: run here (after the real runs, so the
+// page cache is as warm as in them) into OUT/probe-cpu.json, or reused from the ingested directory.
+// Returns its absolute path, or "" when not asked for or when it failed (a warning says so: the models
+// then fall back to the assumed curve, which the calibrate logs state).
+std::string CpuProbeFor(const ValidateOptions& options, std::vector<std::string>* warnings) {
+  const ExperimentSpec& spec = options.spec;
+  if (!spec.cpu_probe.enabled) return "";
+  if (!options.ingest_dir.empty()) {
+    const std::string recorded = options.ingest_dir + "/probe-cpu.json";
+    if (fs::exists(recorded)) return fs::absolute(recorded).lexically_normal().string();
+    warnings->push_back("calibration.cpu_probe: no probe-cpu.json in the ingested directory: contention curve assumed");
+    return "";
+  }
+  const std::string path = fs::absolute(options.out_dir + "/probe-cpu.json").lexically_normal().string();
+  fs::remove(path);
+  const BenchConfig& base = spec.base;
+  std::vector<std::string> args = {options.env.python,
+                                   "-m",
+                                   "simreplay_capture.probe_cpu",
+                                   "--bench-data",
+                                   options.env.dataset_dir,
+                                   "--format",
+                                   base.format,
+                                   "--image-size",
+                                   std::to_string(spec.run.image_size),
+                                   "--frames",
+                                   std::to_string(spec.run.frames),
+                                   "--batch-size",
+                                   std::to_string(base.batch_size),
+                                   "--prefetch-factor",
+                                   std::to_string(base.prefetch_factor),
+                                   "--seed",
+                                   std::to_string(spec.run.seed),
+                                   "--seconds-per-point",
+                                   fmt::format("{}", spec.cpu_probe.seconds_per_point),
+                                   "--rounds",
+                                   std::to_string(spec.cpu_probe.rounds),
+                                   "--max-total-s",
+                                   fmt::format("{}", spec.cpu_probe.max_total_s),
+                                   "--out",
+                                   path};
+  auto outcome =
+      RunChild(args, options.env.capture_path, options.out_dir + "/probe-cpu.log", spec.cpu_probe.max_total_s + 120);
+  if (!outcome.ok() || outcome->exit_code != 0 || !fs::exists(path)) {
+    warnings->push_back(
+        fmt::format("calibration.cpu_probe failed ({}); see probe-cpu.log: contention curve assumed",
+                    outcome.ok() ? fmt::format("exit {}", outcome->exit_code) : outcome.status().message()));
+    return "";
+  }
+  return path;
 }
 
 // Predicts every case from the model of the case PredictedFrom names.
@@ -227,7 +284,8 @@ Result<ValidateOutcome> RunValidation(const ValidateOptions& options) {
   input.spec = &spec;
   input.runs = runs;
   ReadMeasurements(runs, runs_base, &input, &outcome.warnings);
-  const auto model_of_case = CalibrateCases(options, runs, runs_base, &input, &outcome.warnings);
+  const std::string cpu_probe = CpuProbeFor(options, &outcome.warnings);
+  const auto model_of_case = CalibrateCases(options, runs, runs_base, cpu_probe, &input, &outcome.warnings);
   PredictOptions predict_options;
   predict_options.dataset_samples = options.env.dataset_dir.empty() ? 0 : DatasetSamples(options.env.dataset_dir);
   PredictCases(options, model_of_case, predict_options, &input, &outcome.warnings);
@@ -237,6 +295,7 @@ Result<ValidateOutcome> RunValidation(const ValidateOptions& options) {
                        {"dataset_dir", options.env.dataset_dir},
                        {"dataset_samples", predict_options.dataset_samples},
                        {"runs_from", options.ingest_dir.empty() ? "this invocation" : "ingested"}};
+  if (!cpu_probe.empty()) input.environment["cpu_probe"] = cpu_probe;
   input.warnings = outcome.warnings;
   outcome.document = Analyze(input);
   SIMREPLAY_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/validation.json", outcome.document.dump(1) + "\n"));

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "calibrate/cpu_probe.h"
 #include "models/model_params.h"
 #include "replay/trace_writer.h"
 #include "sim/point_runner.h"
@@ -175,6 +176,78 @@ TEST(Calibrate, RecoversKnownParametersFromSyntheticTrace) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   EXPECT_FALSE(parsed->info.at("gpu.step_time_s").assumed);
   EXPECT_TRUE(parsed->extra.contains("fit_quality"));
+}
+
+// A simreplay.probe-cpu/1 document on `cores` cores whose throughput follows c0 = 10 ms per sample,
+// slowdown 0.2 and overhead 0.3 exactly (main process idle), and whose thread CPU follows 4 ms with
+// slowdown 0.1 and no overhead.
+std::string WriteCpuProbe(const TempDir& dir, int cores) {
+  nlohmann::json points = nlohmann::json::array();
+  for (int k = 1; k <= 2 * cores; ++k) {
+    const double f = ContentionFactor(k, cores, 0.2, 0.3);
+    points.push_back({{"workers", k},
+                      {"wall_s", 2.0},
+                      {"throughput_samples_per_s", std::min(k, cores) / (0.010 * f)},
+                      {"getitem_cpu_s_mean", 0.004 * ContentionFactor(k, cores, 0.1, 0.0)},
+                      {"getitem_wall_s_mean", 0.01},
+                      {"main_cpu_s", 0.0}});
+  }
+  const std::string path = dir.File("probe-cpu.json");
+  std::ofstream(path) << nlohmann::json{
+      {"schema", "simreplay.probe-cpu/1"},
+      {"host", {{"cores", cores}}},
+      {"points", points}}.dump();
+  return path;
+}
+
+TEST(Calibrate, CpuProbeSetsTheContentionCurve) {
+  // One-worker trace (its samples never overlap: concurrency 1, so its cpu_ns is not inflated and the
+  // intrinsic scale is the same as without the probe) + a probe: the model's slowdown and overhead are
+  // the probe's throughput curve (0.2, 0.3), measured, and the fit is reported.
+  TempDir dir;
+  Known k;
+  const std::string trace = WriteSynthetic(dir, k, "t.jsonl");
+  auto plain = CalibrateTraces({trace}, dir.File("m0.json"));
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->model.cpu.oversubscription_overhead, 0.0);
+  EXPECT_TRUE(plain->model.info.at("cpu.oversubscription_overhead").assumed);
+  bool said_assumed = false;
+  for (const auto& w : plain->warnings) said_assumed |= w.find("CPU contention curve assumed") != std::string::npos;
+  EXPECT_TRUE(said_assumed);
+
+  CalibrateOptions o;
+  o.traces = {trace};
+  o.model_path = dir.File("m.json");
+  o.cpu_probe_path = WriteCpuProbe(dir, k.cores);
+  auto r = Calibrate(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(r->model.cpu.busy_core_slowdown, 0.2, 1e-9);
+  EXPECT_NEAR(r->model.cpu.oversubscription_overhead, 0.3, 1e-9);
+  EXPECT_FALSE(r->model.info.at("cpu.busy_core_slowdown").assumed);
+  EXPECT_FALSE(r->model.info.at("cpu.oversubscription_overhead").assumed);
+  EXPECT_NEAR(r->model.cpu.worker_cost_scale, plain->model.cpu.worker_cost_scale, 1e-12);
+  const auto& curve = r->model.extra["fit_quality"]["cpu"]["contention_curve"];
+  EXPECT_EQ(curve["source"], "probe");
+  EXPECT_NEAR(curve["thread_cpu_fit"]["slowdown"].get<double>(), 0.1, 1e-9);
+  ASSERT_EQ(curve["points"].size(), 8u);
+  for (const auto& p : curve["points"]) EXPECT_NEAR(p["error_pct"].get<double>(), 0.0, 1e-6);
+}
+
+TEST(Calibrate, BadCpuProbeIsAnErrorNamingTheFile) {
+  TempDir dir;
+  Known k;
+  CalibrateOptions o;
+  o.traces = {WriteSynthetic(dir, k, "t.jsonl")};
+  o.model_path = dir.File("m.json");
+  o.cpu_probe_path = dir.File("bad.json");
+  std::ofstream(o.cpu_probe_path) << R"({"schema": "simreplay.probe-cpu/1", "host": {"cores": 2}, "points": [
+    {"workers": 2, "wall_s": 1, "throughput_samples_per_s": 10, "getitem_cpu_s_mean": 0.1,
+     "getitem_wall_s_mean": 0.1, "main_cpu_s": 0}]})";
+  auto r = Calibrate(o);
+  ASSERT_FALSE(r.ok());
+  // One concurrency level cannot show a curve.
+  EXPECT_NE(r.status().message().find("bad.json"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("2 or more concurrency levels"), std::string::npos);
 }
 
 TEST(Calibrate, SelfCheckSimulatesTheCapturedConfiguration) {

@@ -232,6 +232,28 @@ TEST(Simulation, BusyCoresSlowEachOtherDown) {
   EXPECT_NEAR(Simulate(wide)["time_to_first_batch_s"].get<double>(), 0.040 * (1 + 0.1 / 3), kTol);
 }
 
+TEST(Simulation, OversubscriptionOverheadSlowsEveryRunnableExecution) {
+  // 1 core, 2 workers, batches of 4 x 10 ms. Fair sharing alone: both workers at half a core, both
+  // first batches ready at 2 x 40 = 80 ms. With oversubscription_overhead 0.5, 2 executions on 1 core
+  // cost f(2) = 1 + 0.5 x (2 - 1) / 1 = 1.5 times as much: 120 ms. On 2 cores nothing is
+  // oversubscribed (n = C): 40 ms whatever the overhead.
+  auto costs = ConstantCosts(32, 0.010);
+  SimInput fair = Bare(&costs, 2, 4, 1, 0.0);
+  EXPECT_NEAR(Simulate(fair)["time_to_first_batch_s"].get<double>(), 0.080, kTol);
+  SimInput over = Bare(&costs, 2, 4, 1, 0.0);
+  over.model.cpu.oversubscription_overhead = 0.5;
+  EXPECT_NEAR(Simulate(over)["time_to_first_batch_s"].get<double>(), 0.120, kTol);
+  SimInput two_cores = Bare(&costs, 2, 4, 2, 0.0);
+  two_cores.model.cpu.oversubscription_overhead = 0.5;
+  EXPECT_NEAR(Simulate(two_cores)["time_to_first_batch_s"].get<double>(), 0.040, kTol);
+  // Both terms: 2 cores, 4 workers, slowdown 0.1, overhead 0.5: f(4) = 1.1 x (1 + 0.5 x 2 / 2) = 1.65;
+  // each worker gets 2/4 of a core, so its first batch takes 40 ms x 2 x 1.65 = 132 ms.
+  SimInput both = Bare(&costs, 4, 4, 2, 0.0);
+  both.model.cpu.busy_core_slowdown = 0.1;
+  both.model.cpu.oversubscription_overhead = 0.5;
+  EXPECT_NEAR(Simulate(both)["time_to_first_batch_s"].get<double>(), 0.132, kTol);
+}
+
 TEST(Simulation, DropLastDropsThePartialBatch) {
   // 10 samples, batch 4: 3 batches (4, 4, 2) without drop_last, 2 with it.
   auto costs = ConstantCosts(10, 0.001);

@@ -58,6 +58,35 @@ void ExpectError(const std::string& text, const std::string& expected) {
   EXPECT_NE(spec.status().message().find(expected), std::string::npos) << spec.status().message();
 }
 
+TEST(ExperimentSpec, CpuProbeIsOptInWithBoundedSettings) {
+  auto plain = ParseExperimentSpec(kSuite, "s.json");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->cpu_probe.enabled);
+  std::string text = kSuite;
+  const std::string probe = R"("calibration": {"from": "base", "alternate": "w0", "cpu_probe": {"rounds": 3}},
+  "thresholds")";
+  text.replace(text.find("\"thresholds\""), std::string("\"thresholds\"").size(), probe);
+  auto spec = ParseExperimentSpec(text, "s.json");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_TRUE(spec->cpu_probe.enabled);
+  EXPECT_EQ(spec->cpu_probe.rounds, 3);
+  EXPECT_DOUBLE_EQ(spec->cpu_probe.seconds_per_point, 2.0);  // default
+  // Out of range: the line of the key, and what was expected.
+  std::string bad = text;
+  bad.replace(bad.find("\"rounds\": 3"), std::string("\"rounds\": 3").size(), "\"rounds\": 0");
+  auto rejected = ParseExperimentSpec(bad, "s.json");
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.status().message().find("s.json:11: 'rounds' must be in 1..20"), std::string::npos)
+      << rejected.status().message();
+  // The probe replays the bench dataset: not with a custom run command.
+  std::string custom = text;
+  custom.replace(custom.find("\"base\": {"), 0, R"("run": {"command": ["{python}", "x.py"]}, )");
+  auto with_command = ParseExperimentSpec(custom, "s.json");
+  ASSERT_FALSE(with_command.ok());
+  EXPECT_NE(with_command.status().message().find("not with run.command"), std::string::npos)
+      << with_command.status().message();
+}
+
 TEST(ExperimentSpec, UnknownKeyNamesItsLine) {
   ExpectError("{\n  \"schema\": \"simreplay.experiment/1\",\n  \"repetitons\": 5,\n  \"cases\": [{\"name\": \"a\"}]\n}",
               "spec.json:3: unknown key 'repetitons'");

@@ -1,0 +1,287 @@
+"""CPU contention probe: how a dataset's loading throughput changes with the number of worker processes.
+
+A trace taken at one worker count sees one point of the host's contention curve; the simulator needs
+the whole curve to predict other worker counts (more workers than cores in particular). This probe
+measures it for the user's own dataset: it replays a fixed sample of real ``__getitem__`` calls
+through a real ``torch.utils.data.DataLoader`` with k worker processes, k = 1 .. 2 x cores (the main
+process receiving every batch: its per-batch work runs too), and records per point the throughput,
+the per-sample wall and thread CPU time of ``__getitem__``, and the CPU of the main process and the
+workers. Points are measured in rounds (k ascending, then descending, ...) so slow drift of the host
+hits every k alike; each point runs for ``seconds_per_point`` after a warm-up, and the whole probe
+stops at ``max_total_s`` (the points not reached are listed as such).
+
+Output: ``probe-cpu.json``, schema ``simreplay.probe-cpu/1`` (docs/probe-cpu.md). ``simreplay
+calibrate --cpu-probe probe-cpu.json`` fits the simulator's CPU model to it.
+
+Usage::
+
+    python3 -m simreplay_capture.probe_cpu --dataset mypkg.data:make_dataset --out probe-cpu.json
+    python3 -m simreplay_capture.probe_cpu --bench-data DIR [--format files --image-size 96 --frames 4]
+
+or from Python: ``probe_cpu.run_probe(dataset, out_path="probe-cpu.json", collate_fn=...)``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import random
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from . import procfs
+from .probe_network import _write_atomically
+
+SCHEMA = "simreplay.probe-cpu/1"
+
+
+class _TimedItems:
+    """Dataset view over a fixed list of indices, cycled; each item carries its wall and thread CPU ns.
+
+    Picklable (DataLoader workers are forked, but a spawn context must work too). The user's dataset
+    is only read: its order and random state are never touched outside the probe's own processes.
+    """
+
+    def __init__(self, dataset: Any, indices: Sequence[int], length: int) -> None:
+        self.dataset = dataset
+        self.indices = list(indices)
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, i: int) -> Any:
+        idx = self.indices[i % len(self.indices)]
+        t0 = time.perf_counter_ns()
+        c0 = time.thread_time_ns()
+        item = self.dataset[idx]
+        c1 = time.thread_time_ns()
+        t1 = time.perf_counter_ns()
+        return item, t1 - t0, c1 - c0
+
+
+class _TimedCollate:
+    def __init__(self, collate_fn: Optional[Callable[[List[Any]], Any]]) -> None:
+        self.collate_fn = collate_fn
+
+    def __call__(self, items: List[Any]) -> Any:
+        import torch.utils.data as tud
+        fn = self.collate_fn or tud.default_collate
+        return fn([it[0] for it in items]), [it[1] for it in items], [it[2] for it in items]
+
+
+def _children_cpu_ns(pid: int) -> int:
+    """CPU (utime+stime) of the live direct children of pid (the DataLoader workers)."""
+    return procfs.tree_cpu_ns(pid) - _proc_cpu_ns(pid)
+
+
+def _proc_cpu_ns(pid: int) -> int:
+    st = procfs._read(f"/proc/{pid}/stat")  # same parser as the recorder
+    if not st:
+        return 0
+    f = st[st.rfind(")") + 2:].split()
+    return (int(f[11]) + int(f[12])) * procfs._TICK_NS
+
+
+def _loadavg() -> float:
+    try:
+        return float(open("/proc/loadavg").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return -1.0
+
+
+def _measure_point(items: _TimedItems, collate: _TimedCollate, k: int, batch_size: int, prefetch_factor: int,
+                   warmup_s: float, seconds: float) -> Dict[str, Any]:
+    """One DataLoader with k workers: warm up, then count delivered samples for `seconds`."""
+    import warnings
+    import torch.utils.data as tud
+    with warnings.catch_warnings():
+        # torch warns when workers outnumber cores: that is the point of the probe
+        warnings.simplefilter("ignore", UserWarning)
+        loader = tud.DataLoader(items, batch_size=batch_size, shuffle=False, num_workers=k,
+                                prefetch_factor=prefetch_factor, collate_fn=collate, persistent_workers=False)
+        it = iter(loader)
+    pid = os.getpid()
+    t_start = time.perf_counter()
+    # Warm-up: workers started, every worker has delivered, and warmup_s passed.
+    batches = 0
+    while batches < 2 * k or time.perf_counter() - t_start < warmup_s:
+        next(it)
+        batches += 1
+    load0 = _loadavg()
+    t0 = time.perf_counter()
+    main0 = time.process_time_ns()
+    work0 = _children_cpu_ns(pid)
+    host0 = procfs.host_sample()[2]
+    samples = 0
+    walls: List[int] = []
+    cpus: List[int] = []
+    while True:
+        _, w, c = next(it)
+        samples += len(w)
+        walls.extend(w)
+        cpus.extend(c)
+        if time.perf_counter() - t0 >= seconds:
+            break
+    t1 = time.perf_counter()
+    main1 = time.process_time_ns()
+    work1 = _children_cpu_ns(pid)
+    host1 = procfs.host_sample()[2]
+    load1 = _loadavg()
+    del it  # shuts the workers down
+    wall = t1 - t0
+    n = max(1, len(walls))
+    return {
+        "workers": k,
+        "samples": samples,
+        "wall_s": wall,
+        "throughput_samples_per_s": samples / wall if wall > 0 else 0.0,
+        "getitem_wall_s_mean": sum(walls) / n * 1e-9,
+        "getitem_cpu_s_mean": sum(cpus) / n * 1e-9,
+        "main_cpu_s": (main1 - main0) * 1e-9,
+        "workers_cpu_s": max(0, work1 - work0) * 1e-9,
+        "host_busy_cores": (host1 - host0) * 1e-9 / wall if wall > 0 else 0.0,
+        "loadavg_1m": [load0, load1],
+    }
+
+
+def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional[Callable] = None,
+              cores: Optional[int] = None, max_workers: Optional[int] = None, batch_size: int = 8,
+              prefetch_factor: int = 2, samples: int = 64, seconds_per_point: float = 2.0,
+              warmup_s: float = 0.5, rounds: int = 2, max_total_s: float = 90.0, seed: int = 0,
+              source: str = "") -> Dict[str, Any]:
+    """Measures the contention curve and returns (and writes, when out_path is given) the document."""
+    n = len(dataset)
+    if n <= 0:
+        raise ValueError("the dataset is empty")
+    cores = cores or len(os.sched_getaffinity(0))
+    max_workers = max_workers or 2 * cores
+    rng = random.Random(seed)  # the probe's own generator: the user's random state is untouched
+    indices = rng.sample(range(n), min(samples, n))
+    # Long enough never to run out within a point: the loader stops at len(items).
+    items = _TimedItems(dataset, indices, length=10**9)
+    collate = _TimedCollate(collate_fn)
+    ks = list(range(1, max_workers + 1))
+    order: List[int] = []
+    for r in range(rounds):
+        order += ks if r % 2 == 0 else ks[::-1]
+    t_begin = time.perf_counter()
+    points: List[Dict[str, Any]] = []
+    skipped: List[int] = []
+    for k in order:
+        elapsed = time.perf_counter() - t_begin
+        if elapsed + seconds_per_point + warmup_s > max_total_s:
+            skipped.append(k)
+            continue
+        p = _measure_point(items, collate, k, batch_size, prefetch_factor, warmup_s, seconds_per_point)
+        p["round"] = sum(1 for q in points if q["workers"] == k)
+        points.append(p)
+    doc = {
+        "schema": SCHEMA,
+        "host": {"cores": cores, "cpu_model": _cpu_model(), "platform": platform.platform(),
+                 "python": platform.python_version()},
+        "dataset": {"source": source or type(dataset).__name__, "len": n, "sampled_indices": len(indices),
+                    "seed": seed},
+        "loader": {"batch_size": batch_size, "prefetch_factor": prefetch_factor,
+                   "collate": getattr(collate_fn, "__name__", "default_collate") if collate_fn else "default_collate"},
+        "method": {"seconds_per_point": seconds_per_point, "warmup_s": warmup_s, "rounds": rounds,
+                   "max_total_s": max_total_s, "order": order},
+        "points": points,
+        "skipped_points": skipped,
+        "total_s": time.perf_counter() - t_begin,
+        "created_unix_s": int(time.time()),
+    }
+    try:
+        import torch
+        doc["host"]["torch"] = torch.__version__
+        doc["host"]["torch_threads"] = torch.get_num_threads()
+    except Exception:  # pragma: no cover - torch is required by the DataLoader above
+        pass
+    if out_path:
+        _write_atomically(out_path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return doc
+
+
+def _cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _load_factory(spec: str, args_json: str) -> Any:
+    mod, _, attr = spec.partition(":")
+    if not mod or not attr:
+        raise ValueError(f"--dataset: expected MODULE:CALLABLE, found {spec!r}")
+    fn = getattr(importlib.import_module(mod), attr)
+    kwargs = json.loads(args_json) if args_json else {}
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"--dataset-kwargs: expected a JSON object, found {args_json!r}")
+    return fn(**kwargs)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m simreplay_capture.probe_cpu", description=__doc__.split("\n")[0])
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", help="MODULE:CALLABLE returning the map-style Dataset to probe")
+    src.add_argument("--bench-data", help="a bench dataset directory (simreplay_capture.bench make-dataset)")
+    ap.add_argument("--dataset-kwargs", default="", help="JSON object of keyword arguments for --dataset")
+    ap.add_argument("--collate", default="", help="MODULE:CALLABLE collate_fn (default: torch's default_collate)")
+    ap.add_argument("--format", default="files", help="bench dataset format")
+    ap.add_argument("--image-size", type=int, default=96)
+    ap.add_argument("--frames", type=int, default=4)
+    ap.add_argument("--out", default="probe-cpu.json")
+    ap.add_argument("--cores", type=int, default=0, help="cores to assume (default: this process's CPU affinity)")
+    ap.add_argument("--max-workers", type=int, default=0, help="largest k (default 2 x cores)")
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--prefetch-factor", type=int, default=2)
+    ap.add_argument("--samples", type=int, default=64, help="distinct indices replayed (cycled)")
+    ap.add_argument("--seconds-per-point", type=float, default=2.0)
+    ap.add_argument("--warmup-s", type=float, default=0.5)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--max-total-s", type=float, default=90.0)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    for name in ("batch_size", "prefetch_factor", "samples", "rounds"):
+        if getattr(a, name) < 1:
+            print(f"probe_cpu: --{name.replace('_', '-')} must be >= 1, found {getattr(a, name)}", file=sys.stderr)
+            return 3
+    if a.seconds_per_point <= 0 or a.max_total_s <= 0 or a.warmup_s < 0 or a.cores < 0 or a.max_workers < 0:
+        print("probe_cpu: times must be positive and --cores/--max-workers >= 0", file=sys.stderr)
+        return 3
+    collate = None
+    try:
+        if a.bench_data:
+            from .bench.pipeline import BenchDataset, multimodal_collate
+            ds = BenchDataset(a.bench_data, a.format, a.image_size, a.frames)
+            collate = multimodal_collate
+            source = f"bench {a.bench_data} ({a.format}, S={a.image_size}, {a.frames} frames)"
+        else:
+            ds = _load_factory(a.dataset, a.dataset_kwargs)
+            source = a.dataset
+        if a.collate:
+            mod, _, attr = a.collate.partition(":")
+            collate = getattr(importlib.import_module(mod), attr)
+    except (ValueError, ImportError, AttributeError, OSError, json.JSONDecodeError) as e:
+        print(f"probe_cpu: {e}", file=sys.stderr)
+        return 3
+    doc = run_probe(ds, a.out, collate_fn=collate, cores=a.cores or None, max_workers=a.max_workers or None,
+                    batch_size=a.batch_size, prefetch_factor=a.prefetch_factor, samples=a.samples,
+                    seconds_per_point=a.seconds_per_point, warmup_s=a.warmup_s, rounds=a.rounds,
+                    max_total_s=a.max_total_s, seed=a.seed, source=source)
+    for p in doc["points"]:
+        print(f"k={p['workers']}: {p['throughput_samples_per_s']:.1f} samples/s, getitem cpu "
+              f"{p['getitem_cpu_s_mean'] * 1e3:.2f} ms wall {p['getitem_wall_s_mean'] * 1e3:.2f} ms, "
+              f"load {p['loadavg_1m'][0]:.2f}")
+    print(f"probe_cpu: {len(doc['points'])} points in {doc['total_s']:.1f} s -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

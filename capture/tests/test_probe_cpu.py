@@ -1,0 +1,88 @@
+"""CPU contention probe (simreplay_capture.probe_cpu) on the real bench pipeline: real DataLoader workers."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import subprocess_env
+
+
+def _run(args, **kw):
+    return subprocess.run([sys.executable, "-m", "simreplay_capture.probe_cpu"] + args, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=300, **kw)
+
+
+def test_probe_writes_documented_curve(dataset_dir, tmp_path):
+    out = tmp_path / "probe-cpu.json"
+    r = _run(["--bench-data", dataset_dir, "--format", "files", "--image-size", "32", "--frames", "2",
+              "--cores", "2", "--max-workers", "3", "--samples", "16", "--seconds-per-point", "0.3",
+              "--warmup-s", "0", "--rounds", "2", "--out", str(out)])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "simreplay.probe-cpu/1"
+    assert doc["host"]["cores"] == 2
+    # rounds alternate direction: 1 2 3 then 3 2 1
+    assert doc["method"]["order"] == [1, 2, 3, 3, 2, 1]
+    assert [p["workers"] for p in doc["points"]] == [1, 2, 3, 3, 2, 1]
+    assert [p["round"] for p in doc["points"]] == [0, 0, 0, 1, 1, 1]
+    for p in doc["points"]:
+        assert p["samples"] > 0 and p["wall_s"] >= 0.3
+        assert p["throughput_samples_per_s"] == pytest.approx(p["samples"] / p["wall_s"])
+        # __getitem__ really ran in the workers: thread CPU time was spent, and no more than its wall time
+        assert 0 < p["getitem_cpu_s_mean"] <= p["getitem_wall_s_mean"] * 1.05
+        assert p["workers_cpu_s"] > 0
+        assert p["main_cpu_s"] >= 0
+    assert doc["skipped_points"] == []
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".probe")]  # no temporary left
+
+
+def test_probe_bounded_total_time(dataset_dir, tmp_path):
+    out = tmp_path / "p.json"
+    r = _run(["--bench-data", dataset_dir, "--image-size", "32", "--frames", "2", "--cores", "1",
+              "--samples", "8", "--seconds-per-point", "0.5", "--warmup-s", "0", "--rounds", "3",
+              "--max-total-s", "1.2", "--out", str(out)])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    # 6 planned points of >= 0.5 s each; the budget of 1.2 s admits the first two at most
+    assert 1 <= len(doc["points"]) <= 2
+    assert len(doc["points"]) + len(doc["skipped_points"]) == 6
+
+
+@pytest.mark.parametrize("args", [["--batch-size", "0"], ["--seconds-per-point", "-1"], ["--rounds", "0"]])
+def test_probe_rejects_bad_arguments(dataset_dir, tmp_path, args):
+    out = tmp_path / "p.json"
+    r = _run(["--bench-data", dataset_dir, "--out", str(out)] + args)
+    assert r.returncode == 3
+    assert "probe_cpu:" in r.stderr
+    assert not out.exists()
+
+
+def test_probe_user_dataset_factory(tmp_path):
+    # A user's own dataset through --dataset MODULE:CALLABLE (a module on PYTHONPATH).
+    (tmp_path / "userdata.py").write_text(
+        "import torch\n"
+        "class Squares(torch.utils.data.Dataset):\n"
+        "    def __init__(self, n, size):\n"
+        "        self.n, self.size = n, size\n"
+        "    def __len__(self):\n"
+        "        return self.n\n"
+        "    def __getitem__(self, i):\n"
+        "        x = torch.full((self.size, self.size), float(i))\n"
+        "        return (x @ x).sum()\n"
+        "def make(n=32, size=64):\n"
+        "    return Squares(n, size)\n")
+    out = tmp_path / "p.json"
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(tmp_path) + os.pathsep + env["PYTHONPATH"]
+    r = subprocess.run([sys.executable, "-m", "simreplay_capture.probe_cpu", "--dataset", "userdata:make",
+                        "--dataset-kwargs", '{"n": 16}', "--cores", "1", "--max-workers", "2",
+                        "--seconds-per-point", "0.2", "--warmup-s", "0", "--rounds", "1", "--out", str(out)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["dataset"] == {"source": "userdata:make", "len": 16, "sampled_indices": 16, "seed": 0}
+    assert [p["workers"] for p in doc["points"]] == [1, 2]
+    bad = _run(["--dataset", "no_such_module_xyz:make", "--out", str(tmp_path / "q.json")])
+    assert bad.returncode == 3 and "no_such_module_xyz" in bad.stderr

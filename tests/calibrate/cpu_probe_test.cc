@@ -1,0 +1,169 @@
+#include "calibrate/cpu_probe.h"
+
+#include <stdlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace simreplay::calibrate {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "cpu_probe_test.XXXXXX";
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string Write(const std::string& name, const std::string& text) const {
+    const std::string p = path_ + "/" + name;
+    std::ofstream(p) << text;
+    return p;
+  }
+
+ private:
+  std::string path_;
+};
+
+TEST(ContentionFactor, ClosedForm) {
+  // C = 2, s = 0.1, o = 0.2: f(1) = 1; f(2) = 1.1 (both cores busy); f(3) = 1.1 x (1 + 0.2 x 1/2) = 1.21;
+  // f(4) = 1.1 x (1 + 0.2 x 2/2) = 1.32. One core: no shared-core term, f(2) = 1 + 0.2 x 1/1 = 1.2.
+  EXPECT_DOUBLE_EQ(ContentionFactor(1, 2, 0.1, 0.2), 1.0);
+  EXPECT_NEAR(ContentionFactor(2, 2, 0.1, 0.2), 1.1, 1e-12);
+  EXPECT_NEAR(ContentionFactor(3, 2, 0.1, 0.2), 1.21, 1e-12);
+  EXPECT_NEAR(ContentionFactor(4, 2, 0.1, 0.2), 1.32, 1e-12);
+  EXPECT_NEAR(ContentionFactor(2, 1, 0.1, 0.2), 1.2, 1e-12);
+  // Concurrency below one execution counts as one.
+  EXPECT_DOUBLE_EQ(ContentionFactor(0.5, 2, 0.1, 0.2), 1.0);
+}
+
+std::vector<CurvePoint> Exact(double c0, double s, double o, int cores, int max_n) {
+  std::vector<CurvePoint> pts;
+  for (int n = 1; n <= max_n; ++n) pts.push_back({static_cast<double>(n), c0 * ContentionFactor(n, cores, s, o)});
+  return pts;
+}
+
+TEST(FitContentionCurve, RecoversGridParametersExactly) {
+  // Points made from c0 = 5 ms, s = 0.15, o = 0.3 on 2 cores (both on the 0.0025 grid): the fit returns
+  // them with zero residual, and keeps the overhead (without it the fit is clearly worse).
+  auto fit = FitContentionCurve(Exact(0.005, 0.15, 0.3, 2, 4), 2);
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_NEAR(fit->slowdown, 0.15, 1e-9);
+  EXPECT_NEAR(fit->overhead, 0.3, 1e-9);
+  EXPECT_NEAR(fit->base_cost, 0.005, 1e-12);
+  EXPECT_LT(fit->rms_log_error, 1e-9);
+  EXPECT_TRUE(fit->overhead_kept);
+  EXPECT_GT(fit->rms_log_error_without_overhead, 0.01);
+}
+
+TEST(FitContentionCurve, NoOverheadInTheDataKeepsNone) {
+  // s = 0.1, o = 0: the unconstrained fit finds o = 0 and the overhead is not kept.
+  auto fit = FitContentionCurve(Exact(0.004, 0.1, 0.0, 2, 4), 2);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_NEAR(fit->slowdown, 0.1, 1e-9);
+  EXPECT_EQ(fit->overhead, 0.0);
+  EXPECT_FALSE(fit->overhead_kept);
+}
+
+TEST(FitContentionCurve, SmallOverheadWithinNoiseIsNotKept) {
+  // o = 0.01 on 4 points: the fit without it is off by < 1% rms, so the data do not show it.
+  auto fit = FitContentionCurve(Exact(0.004, 0.1, 0.01, 2, 4), 2);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_FALSE(fit->overhead_kept);
+  EXPECT_EQ(fit->overhead, 0.0);
+  EXPECT_NEAR(fit->overhead_unconstrained, 0.01, 1e-9);
+}
+
+TEST(FitContentionCurve, RejectsTooFewLevelsAndBadCosts) {
+  EXPECT_FALSE(FitContentionCurve({{1, 0.01}, {1, 0.011}}, 2).ok());
+  EXPECT_FALSE(FitContentionCurve({{1, 0.01}, {2, -1}}, 2).ok());
+  EXPECT_FALSE(FitContentionCurve({{1, 0.01}, {2, NAN}}, 2).ok());
+  EXPECT_FALSE(FitContentionCurve({{1, 0.01}, {2, 0.02}}, 0).ok());
+}
+
+TEST(FitContentionCurve, IsDeterministic) {
+  std::vector<CurvePoint> pts = {{1, 0.0051}, {2, 0.0056}, {3, 0.0063}, {4, 0.0069}, {1, 0.0050}, {4, 0.0071}};
+  auto a = FitContentionCurve(pts, 2);
+  auto b = FitContentionCurve(pts, 2);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->ToJson().dump(), b->ToJson().dump());
+}
+
+std::string ProbeDoc(const std::string& points) {
+  return R"({"schema": "simreplay.probe-cpu/1", "host": {"cores": 2}, "points": [)" + points + "]}";
+}
+
+TEST(ReadCpuProbeFile, ReadsPointsAndDerivesCosts) {
+  TempDir dir;
+  const std::string path = dir.Write(
+      "p.json", ProbeDoc(R"({"workers": 1, "wall_s": 2, "throughput_samples_per_s": 200, "getitem_cpu_s_mean": 0.004,
+                           "getitem_wall_s_mean": 0.0045, "main_cpu_s": 0.2, "loadavg_1m": [0.5, 0.6]},
+                          {"workers": 3, "round": 1, "wall_s": 2, "throughput_samples_per_s": 300,
+                           "getitem_cpu_s_mean": 0.005, "getitem_wall_s_mean": 0.012, "main_cpu_s": 0.4})"));
+  auto probe = ReadCpuProbeFile(path);
+  ASSERT_TRUE(probe.ok()) << probe.status().message();
+  EXPECT_EQ(probe->cores, 2);
+  ASSERT_EQ(probe->points.size(), 2u);
+  EXPECT_EQ(probe->points[1].round, 1);
+  EXPECT_DOUBLE_EQ(probe->points[0].loadavg_1m, 0.5);
+  // Usable cores: k = 1 -> min(1, 2 - 0.1) = 1 -> 1 / 200 = 5 ms; k = 3 -> min(3, 2 - 0.2) = 1.8 ->
+  // 1.8 / 300 = 6 ms of core time per delivered sample.
+  auto cost = ThroughputCostPoints(*probe);
+  ASSERT_EQ(cost.size(), 2u);
+  EXPECT_NEAR(cost[0].cost, 0.005, 1e-12);
+  EXPECT_NEAR(cost[1].cost, 0.006, 1e-12);
+  auto cpu = ThreadCpuPoints(*probe);
+  EXPECT_NEAR(cpu[1].cost, 0.005, 1e-12);
+  EXPECT_EQ(cpu[1].n, 3);
+}
+
+TEST(ReadCpuProbeFile, ForeignLoadIsWhatTheHostSpentBesideTheProbe) {
+  // Point 1: host 1.5 busy cores, probe (0.2 + 1.8) / 2 = 1.0 -> 0.5 foreign; point 2: host 2.0, probe
+  // (0.4 + 3.2) / 2 = 1.8 -> 0.2 foreign; mean 0.35. Without the fields: -1.
+  TempDir dir;
+  const std::string path = dir.Write(
+      "p.json", ProbeDoc(R"({"workers": 1, "wall_s": 2, "throughput_samples_per_s": 200, "getitem_cpu_s_mean": 0.004,
+                           "getitem_wall_s_mean": 0.0045, "main_cpu_s": 0.2, "workers_cpu_s": 1.8, "host_busy_cores": 1.5},
+                          {"workers": 2, "wall_s": 2, "throughput_samples_per_s": 300, "getitem_cpu_s_mean": 0.005,
+                           "getitem_wall_s_mean": 0.012, "main_cpu_s": 0.4, "workers_cpu_s": 3.2, "host_busy_cores": 2.0})"));
+  auto probe = ReadCpuProbeFile(path);
+  ASSERT_TRUE(probe.ok()) << probe.status().message();
+  EXPECT_NEAR(ProbeForeignBusyCores(*probe), 0.35, 1e-12);
+  for (auto& p : probe->points) p.host_busy_cores = -1;
+  EXPECT_EQ(ProbeForeignBusyCores(*probe), -1);
+}
+
+TEST(ReadCpuProbeFile, BadInputNamesFileAndField) {
+  TempDir dir;
+  struct Case {
+    std::string text;
+    std::string expect;
+  };
+  const std::string ok_point =
+      R"({"workers": 1, "wall_s": 2, "throughput_samples_per_s": 200, "getitem_cpu_s_mean": 0.004,
+          "getitem_wall_s_mean": 0.0045, "main_cpu_s": 0.2})";
+  for (const Case& c : std::vector<Case>{
+           {R"({"schema": "simreplay.probe-cpu/2", "host": {"cores": 2}, "points": []})", "schema"},
+           {R"({"schema": "simreplay.probe-cpu/1", "host": {"cores": 0}, "points": [)" + ok_point + "]}", "host.cores"},
+           {ProbeDoc(""), "points"},
+           {ProbeDoc(R"({"workers": 0})"), "points[0].workers"},
+           {ProbeDoc(R"({"workers": 1, "wall_s": 2, "throughput_samples_per_s": -5})"),
+            "points[0].throughput_samples_per_s"},
+           {ProbeDoc(R"({"workers": 1, "wall_s": 2, "throughput_samples_per_s": 5})"), "points[0].getitem_cpu_s_mean"},
+           {ProbeDoc(ok_point + ","), "p.json:"},
+           {"[1, 2]", "(document)"},
+       }) {
+    const std::string path = dir.Write("p.json", c.text);
+    auto probe = ReadCpuProbeFile(path);
+    ASSERT_FALSE(probe.ok()) << c.text;
+    EXPECT_NE(probe.status().message().find(path.substr(0, path.size() - 6)), std::string::npos)
+        << probe.status().message();
+    EXPECT_NE(probe.status().message().find(c.expect), std::string::npos) << probe.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace simreplay::calibrate
