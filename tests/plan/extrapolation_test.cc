@@ -81,7 +81,11 @@ void Report(const char* what, const Comparison& c) {
 TEST(Extrapolation, ShortEpochsWithinOnePercentOfFullSimulation) {
   // The trace's own 104-sample dataset: 13 batches per epoch, a non-persistent worker restart at
   // every boundary; 16000 steps = 1231 epochs.
-  CandidateSimSetup setup{Scenario(0), "inline", 1, 1, 104, 0.02};
+  CandidateSimSetup setup;
+  setup.scenario_json = Scenario(0);
+  setup.scenario_path = "inline";
+  setup.dataset_samples = 104;
+  setup.step_time_s = 0.02;
   Report("short epochs, 1 GPU", Compare(setup, kJobSteps));
 }
 
@@ -89,8 +93,14 @@ TEST(Extrapolation, LongEpochTwoRanksWithCommunicationWithinOnePercent) {
   // 4 nodes x 2 GPUs (100000 samples: 12500 per rank, one epoch per 1563 steps, so 10 boundaries in
   // the job), 10 MB of gradients all-reduced every step over 1 GB/s NICs as simulated flows:
   // 2 x 3/4 x 10 MB / 1 GB/s = 15 ms between nodes, under a millisecond inside them.
-  nlohmann::json j = Scenario(0);
-  CandidateSimSetup setup{j, "inline", 2, 4, 100000, 0.02, 10e6};
+  CandidateSimSetup setup;
+  setup.scenario_json = Scenario(0);
+  setup.scenario_path = "inline";
+  setup.gpus_per_node = 2;
+  setup.nodes = 4;
+  setup.dataset_samples = 100000;
+  setup.step_time_s = 0.02;
+  setup.gradient_bytes = 10e6;
   setup.network.nic_bytes_per_s = 1e9;
   Report("long epochs, 2 GPUs x 4 nodes", Compare(setup, kJobSteps));
 }

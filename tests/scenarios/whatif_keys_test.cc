@@ -3,19 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "scenarios/scenario.h"
+#include "tests/scenarios/scenario_test_util.h"
 
 namespace simreplay::scenarios {
 namespace {
 
-nlohmann::json Base() {
-  return nlohmann::json::parse(R"({"trace":"t.jsonl.gz","loader":{"num_workers":2,"batch_size":8},
-                                   "train":{"steps":10}})");
-}
-
-std::string ErrorOf(const nlohmann::json& j) {
-  auto s = ParseScenario(j, "s.json", "/base");
-  return s.ok() ? "" : s.status().message();
-}
+using testing::Base;
+using testing::ErrorOf;
 
 TEST(WhatIfKeys, MediaParses) {
   auto j = Base();
