@@ -87,10 +87,11 @@ struct NetworkSpec {
 // Relative errors of predicted training throughput, (predicted - measured) / measured, from the
 // validation history (docs/validation.md); overridable.
 struct UncertaintySpec {
-  double error_low = -0.019;
-  double error_high = 0.110;
+  double error_low = -0.129;
+  double error_high = 0.126;
   std::string source =
-      "docs/validation.md, suite of 2026-11-30 (commit f1ca0f9): train throughput errors -1.9% to +11.0%";
+      "docs/validation.md, suite of 2026-12-01 (commit 76c8f82): train throughput errors -12.9% to +12.6% "
+      "(held-out and development cases)";
 };
 
 // How long candidates are simulated before extrapolating (docs/planning.md, "Steady state").
