@@ -96,8 +96,10 @@ int RunPlanVerb(int argc, char** argv) {
   auto setup = plan::PreparePlan(*spec, preflight);
   if (!setup.ok()) return Fail(kVerb, setup.status());
 
+  auto identity = plan::IdentifyPlan(*setup);  // hashes the inputs once, for every path below
+  if (!identity.ok()) return Fail(kVerb, identity.status());
   if (!merge_dirs.empty()) {
-    auto runs = plan::LoadCandidateRuns(*setup, merge_dirs);
+    auto runs = plan::LoadCandidateRuns(*setup, *identity, merge_dirs);
     if (!runs.ok()) {
       if (runs.status().code() == Status::Code::kNotFound) {
         std::fprintf(stderr,
@@ -113,8 +115,6 @@ int RunPlanVerb(int argc, char** argv) {
     return WritePlan(*outcome, out_dir);
   }
 
-  auto identity = plan::IdentifyPlan(*setup);
-  if (!identity.ok()) return Fail(kVerb, identity.status());
   if (slurm.enabled) {
     SlurmCommand command;
     command.task_verb = "plan";
@@ -160,7 +160,7 @@ int RunPlanVerb(int argc, char** argv) {
     return kExitOk;
   }
   // The plan comes from the saved points, as --merge reads them: one path to the output bytes.
-  auto runs = plan::LoadCandidateRuns(*setup, {out_dir});
+  auto runs = plan::LoadCandidateRuns(*setup, *identity, {out_dir});
   if (!runs.ok()) return Fail(kVerb, runs.status());
   auto outcome = plan::FinishPlan(std::move(*setup), *runs);
   if (!outcome.ok()) return Fail(kVerb, outcome.status());

@@ -550,17 +550,16 @@ Result<CandidateRunSummary> SimulateCandidates(const PlanSetup& setup, const Can
   return summary;
 }
 
-Result<std::vector<CandidateRun>> LoadCandidateRuns(const PlanSetup& setup, const std::vector<std::string>& dirs) {
+Result<std::vector<CandidateRun>> LoadCandidateRuns(const PlanSetup& setup, const scenarios::SweepIdentity& identity,
+                                                    const std::vector<std::string>& dirs) {
   if (setup.point_rows.empty()) return std::vector<CandidateRun>{};  // no candidate fits: nothing was simulated
-  auto identity = IdentifyPlan(setup);
-  if (!identity.ok()) return identity.status();
   auto loaded = scenarios::LoadSweepDirectories(dirs);
   if (!loaded.ok()) return loaded.status();
-  if (loaded->identity.sha256 != identity->sha256) {
+  if (loaded->identity.sha256 != identity.sha256) {
     return Status::InvalidArgument(fmt::format(
         "{}: the candidate points were simulated from another plan, scenario, preflight or input files (identity "
         "{} there, {} for {}): simulate them again",
-        dirs.front(), loaded->identity.sha256.substr(0, 12), identity->sha256.substr(0, 12), setup.out.spec.path));
+        dirs.front(), loaded->identity.sha256.substr(0, 12), identity.sha256.substr(0, 12), setup.out.spec.path));
   }
   if (!loaded->Missing().empty()) return Status::NotFound(scenarios::DescribeMissing(*loaded));
   std::vector<CandidateRun> runs;

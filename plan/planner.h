@@ -142,8 +142,9 @@ struct CandidateRunSummary {
 Result<CandidateRunSummary> SimulateCandidates(const PlanSetup& setup, const CandidateRunOptions& options);
 
 // The candidate runs of every point, read from sweep directories (a plan's shards). Fails listing the
-// missing points, or when a point belongs to another plan.
-Result<std::vector<CandidateRun>> LoadCandidateRuns(const PlanSetup& setup, const std::vector<std::string>& dirs);
+// missing points, or when a point belongs to another plan than `identity` (IdentifyPlan's).
+Result<std::vector<CandidateRun>> LoadCandidateRuns(const PlanSetup& setup, const scenarios::SweepIdentity& identity,
+                                                    const std::vector<std::string>& dirs);
 
 // Throughput, goodput, budget, days, cost and the recommendation from one run per point.
 Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>& runs);
