@@ -31,8 +31,9 @@ FinishedBatch DataLoader::LoadBatch(int track, int64_t epoch, int64_t batch) {
   const double start_s = sg4::Engine::get_clock();
   FinishedBatch done{batch, sampler_.BatchSize(batch), 0, 0};
   const int64_t first = sampler_.FirstOrdinal(epoch, rank_.rank, batch);
+  const double collate_s = collate_per_sample_s_ * static_cast<double>(done.size) * scale;
   if (config_.fidelity == ReplayFidelity::kBatch) {
-    LoadBatchAggregated(track, epoch, first, &done);
+    LoadBatchAggregated(track, epoch, first, collate_s, &done);
   } else {
     for (int64_t i = 0; i < done.size; ++i) {
       const int64_t ordinal = first + i;
@@ -44,24 +45,24 @@ FinishedBatch DataLoader::LoadBatch(int track, int64_t epoch, int64_t batch) {
       RecordSample(track, cost, t0, t1, sg4::Engine::get_clock());
       done.bytes += static_cast<double>(cost.out_bytes);
     }
+    node_->AddMemory(done.bytes * input_.model.memory.batch_bytes_scale);
+    double t_collate = sg4::Engine::get_clock();
+    node_->Execute(collate_s);
+    node_->recorder().Span(rank_.rank, track, "collate", t_collate);
   }
-  node_->AddMemory(done.bytes * input_.model.memory.batch_bytes_scale);
-  double t_collate = sg4::Engine::get_clock();
-  node_->Execute(collate_per_sample_s_ * static_cast<double>(done.size) * scale);
-  node_->recorder().Span(rank_.rank, track, "collate", t_collate);
   done.ready_s = sg4::Engine::get_clock();
   if (track != kTrackMain) node_->recorder().stats().worker_busy_s += done.ready_s - start_s;
   return done;
 }
 
-// fidelity "batch": the batch's recorded reads as one delay and its CPU work as one execution. Exact
-// when the worker's CPU share is constant over the batch; 10-30x fewer simulation events. Storage in
-// "model" mode and shared storage still issue one read per sample (concurrency and latency are per
-// operation).
-void DataLoader::LoadBatchAggregated(int track, int64_t epoch, int64_t first, FinishedBatch* done) {
+// fidelity "batch": the batch's recorded reads as one delay and its CPU work, collate included, as one
+// execution. Exact when the worker's CPU share is constant over the batch; 10-30x fewer simulation
+// events. Storage in "model" mode and shared storage still issue one read per sample (concurrency and
+// latency are per operation).
+void DataLoader::LoadBatchAggregated(int track, int64_t epoch, int64_t first, double collate_s, FinishedBatch* done) {
   const double scale = CostScale(track);
-  const bool aggregate_reads =
-      config_.storage_mode == StorageMode::kRecorded && !config_.shared_storage && input_.scenario.storage.tiers.empty();
+  const bool aggregate_reads = config_.storage_mode == StorageMode::kRecorded && !config_.shared_storage &&
+                               input_.scenario.storage.tiers.empty();
   double read_s = 0, cpu_s = 0;
   int64_t read_bytes = 0;
   const double t0 = sg4::Engine::get_clock();
@@ -78,8 +79,12 @@ void DataLoader::LoadBatchAggregated(int track, int64_t epoch, int64_t first, Fi
   }
   if (aggregate_reads) node_->SleepRecordedReads(read_s, read_bytes);
   const double t1 = sg4::Engine::get_clock();
-  node_->Execute(cpu_s * scale);
-  const double t2 = sg4::Engine::get_clock();
+  node_->Execute(cpu_s * scale + collate_s);
+  const double t3 = sg4::Engine::get_clock();
+  // Counted once the batch is collated (per-sample fidelity counts it before collate: a collate later).
+  node_->AddMemory(done->bytes * input_.model.memory.batch_bytes_scale);
+  const double work = cpu_s * scale + collate_s;
+  const double t2 = work > 0 ? t1 + (t3 - t1) * (cpu_s * scale) / work : t1;  // decode+augment end, collate start
   // Attribute the batch's read and CPU time back to its samples in proportion to their recorded costs.
   double read_at = t0, cpu_at = t1;
   for (int64_t i = 0; i < done->size; ++i) {
@@ -90,6 +95,7 @@ void DataLoader::LoadBatchAggregated(int track, int64_t epoch, int64_t first, Fi
     read_at += r;
     cpu_at += c;
   }
+  node_->recorder().Span(rank_.rank, track, "collate", t2);
 }
 
 // Stage statistics and timeline spans of one sample: read [t0, t1), then decode + augment for
@@ -102,9 +108,9 @@ void DataLoader::RecordSample(int track, const replay::SampleCost& cost, double 
   const double cpu_s = t2 - t1;
   auto& recorder = node_->recorder();
   auto& stats = recorder.stats();
-  stats.read_s.push_back(t1 - t0);
-  stats.decode_s.push_back(cpu_s * decode_share);
-  stats.augment_s.push_back(cpu_s * (1 - decode_share));
+  stats.read_s.Add(t1 - t0);
+  stats.decode_s.Add(cpu_s * decode_share);
+  stats.augment_s.Add(cpu_s * (1 - decode_share));
   if (!recorder.timeline() || !recorder.Reserve(3)) return;
   const int rank = rank_.rank;
   if (t1 > t0) recorder.Add({rank, track, "read", t0, t1 - t0});

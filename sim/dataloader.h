@@ -53,7 +53,7 @@ class DataLoader {
   void Worker(int worker, IteratorQueues* queues);
   void PinThread(IteratorQueues* queues);
   FinishedBatch LoadBatch(int track, int64_t epoch, int64_t batch);
-  void LoadBatchAggregated(int track, int64_t epoch, int64_t first, FinishedBatch* done);
+  void LoadBatchAggregated(int track, int64_t epoch, int64_t first, double collate_s, FinishedBatch* done);
   void RecordSample(int track, const replay::SampleCost& cost, double t0, double t1, double t2,
                     double cpu_start_s = -1);
   double CostScale(int track) const;  // recorded CPU cost -> simulated, in a worker or inline

@@ -28,6 +28,15 @@ nlohmann::json Distribution(std::vector<double> values) {
           {"max", Round9(values.back())}};
 }
 
+nlohmann::json Distribution(const LatencySummary& summary) {
+  const LatencySummary::Figures f = summary.Summarize();
+  return {{"mean", Round9(f.mean)},
+          {"p50", Round9(f.p50)},
+          {"p95", Round9(f.p95)},
+          {"p99", Round9(f.p99)},
+          {"max", Round9(f.max)}};
+}
+
 namespace {
 
 // The figures the verdict rules read, each a fraction of the run unless its name says otherwise.

@@ -13,6 +13,8 @@ namespace simreplay::sim {
 
 // {mean, p50, p95, p99, max} of `values` (linear-interpolated percentiles); zeros when empty.
 nlohmann::json Distribution(std::vector<double> values);
+// The same figures from a bounded summary (exact below its limit; see common/latency_summary.h).
+nlohmann::json Distribution(const LatencySummary& summary);
 
 // Rounds to 9 significant digits so that JSON and CSV carry no noise digits.
 double Round9(double value);

@@ -9,7 +9,7 @@ namespace simreplay::sim {
 
 // A field added to SimRawStats must be added to both functions below; this trips when the struct
 // changes size so that nobody forgets (x86-64 libstdc++ layout, the one CI builds).
-static_assert(sizeof(void*) != 8 || sizeof(SimRawStats) == 504, "SimRawStats changed: update the codec");
+static_assert(sizeof(void*) != 8 || sizeof(SimRawStats) == 720, "SimRawStats changed: update the codec");
 
 namespace {
 
@@ -28,6 +28,13 @@ std::vector<double> VecOf(const nlohmann::json& j) {
   return v;
 }
 
+bool Summary(const nlohmann::json& j, LatencySummary* out) {
+  auto summary = LatencySummary::FromJson(j);
+  if (!summary.ok()) return false;
+  *out = std::move(*summary);
+  return true;
+}
+
 }  // namespace
 
 std::string EncodeRawStats(const SimRawStats& s) {
@@ -37,9 +44,9 @@ std::string EncodeRawStats(const SimRawStats& s) {
                       {"wait_s", Vec(s.wait_s)},
                       {"step_s", Vec(s.step_s)},
                       {"queue_wait_s", Vec(s.queue_wait_s)},
-                      {"read_s", Vec(s.read_s)},
-                      {"decode_s", Vec(s.decode_s)},
-                      {"augment_s", Vec(s.augment_s)},
+                      {"read_s", s.read_s.ToJson()},
+                      {"decode_s", s.decode_s.ToJson()},
+                      {"augment_s", s.augment_s.ToJson()},
                       {"time_to_first_batch_s", Num(s.time_to_first_batch_s)},
                       {"epoch_boundary_stall_s", Num(s.epoch_boundary_stall_s)},
                       {"gpu_busy_s", Num(s.gpu_busy_s)},
@@ -64,8 +71,8 @@ std::string EncodeRawStats(const SimRawStats& s) {
   }
   nlohmann::json& nodes = j["nodes"] = nlohmann::json::array();
   for (const NodeStats& n : s.nodes) {
-    nodes.push_back({Num(n.cpu_busy_core_s), Num(n.storage_busy_s), n.storage_read_bytes,
-                     Num(n.peak_host_memory_bytes), Num(n.memory_bytes)});
+    nodes.push_back({Num(n.cpu_busy_core_s), Num(n.storage_busy_s), n.storage_read_bytes, Num(n.peak_host_memory_bytes),
+                     Num(n.memory_bytes)});
   }
   nlohmann::json& links = j["link_load"] = nlohmann::json::array();
   for (const LinkClassLoad& l : s.link_load) links.push_back({Num(l.bytes), Num(l.capacity_bytes_per_s), l.links});
@@ -82,9 +89,12 @@ Result<SimRawStats> DecodeRawStats(const std::string& text) {
     s.wait_s = VecOf(j.at("wait_s"));
     s.step_s = VecOf(j.at("step_s"));
     s.queue_wait_s = VecOf(j.at("queue_wait_s"));
-    s.read_s = VecOf(j.at("read_s"));
-    s.decode_s = VecOf(j.at("decode_s"));
-    s.augment_s = VecOf(j.at("augment_s"));
+    if (!Summary(j.at("read_s"), &s.read_s))
+      return Status::Internal("simulation child returned an unreadable read_s summary");
+    if (!Summary(j.at("decode_s"), &s.decode_s))
+      return Status::Internal("simulation child returned an unreadable decode_s summary");
+    if (!Summary(j.at("augment_s"), &s.augment_s))
+      return Status::Internal("simulation child returned an unreadable augment_s summary");
     s.time_to_first_batch_s = Dbl(j.at("time_to_first_batch_s"));
     s.epoch_boundary_stall_s = Dbl(j.at("epoch_boundary_stall_s"));
     s.gpu_busy_s = Dbl(j.at("gpu_busy_s"));

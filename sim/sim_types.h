@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/latency_summary.h"
 #include "models/model_params.h"
 #include "replay/sample_costs.h"
 #include "scenarios/scenario.h"
@@ -68,21 +69,23 @@ struct LinkClassLoad {
 // Everything measured inside one run, before it is summarised into metrics.
 struct SimRawStats {
   double makespan_s = 0;
-  int64_t samples_consumed = 0;                     // all ranks
-  int64_t micro_batches = 0;                        // all ranks
-  std::vector<double> wait_s;                       // every next() wait, all ranks, in rank then batch order
-  std::vector<double> step_s;                       // every optimizer step interval, all ranks
-  std::vector<double> queue_wait_s;                 // finished batch ready -> taken by the loop
-  std::vector<double> read_s, decode_s, augment_s;  // per-sample stage latencies (as simulated)
-  double time_to_first_batch_s = 0;                 // slowest rank
-  double epoch_boundary_stall_s = 0;                // sum of first-batch waits of epochs after the first (rank 0)
-  double gpu_busy_s = 0;                            // sum over ranks
-  double h2d_s = 0;                                 // sum over ranks
-  double collective_s = 0;                          // sum over ranks, including barrier waits
-  double cpu_busy_core_s = 0;                       // CPU work done, in core-seconds at the node's core speed
-  double worker_busy_s = 0;                         // sum over workers of time in read/decode/augment/collate
-  double worker_count = 0;                          // workers alive on average (W x ranks)
-  double main_busy_s = 0;                           // main-process CPU work (per-batch, inline loading)
+  int64_t samples_consumed = 0;      // all ranks
+  int64_t micro_batches = 0;         // all ranks
+  std::vector<double> wait_s;        // every next() wait, all ranks, in rank then batch order
+  std::vector<double> step_s;        // every optimizer step interval, all ranks
+  std::vector<double> queue_wait_s;  // finished batch ready -> taken by the loop
+  // Per-sample stage latencies (as simulated): exact up to a million samples, then a sketch whose
+  // quantiles are within 0.5% (common/latency_summary.h).
+  LatencySummary read_s, decode_s, augment_s;
+  double time_to_first_batch_s = 0;   // slowest rank
+  double epoch_boundary_stall_s = 0;  // sum of first-batch waits of epochs after the first (rank 0)
+  double gpu_busy_s = 0;              // sum over ranks
+  double h2d_s = 0;                   // sum over ranks
+  double collective_s = 0;            // sum over ranks, including barrier waits
+  double cpu_busy_core_s = 0;         // CPU work done, in core-seconds at the node's core speed
+  double worker_busy_s = 0;           // sum over workers of time in read/decode/augment/collate
+  double worker_count = 0;            // workers alive on average (W x ranks)
+  double main_busy_s = 0;             // main-process CPU work (per-batch, inline loading)
   double pin_busy_s = 0;
   double storage_busy_s = 0;  // time with at least one read in flight
   int64_t storage_read_bytes = 0;

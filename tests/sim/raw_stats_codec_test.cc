@@ -15,9 +15,10 @@ TEST(RawStatsCodec, RoundTripsEveryFieldExactly) {
   s.wait_s = {1.0 / 3, 2e-9};
   s.step_s = {0.02, 0.020000000000000004};
   s.queue_wait_s = {5};
-  s.read_s = {1e-3};
-  s.decode_s = {2e-3, 3e-3};
-  s.augment_s = {4e-3};
+  s.read_s.Add(1e-3);
+  s.decode_s.Add(2e-3);
+  s.decode_s.Add(3e-3);
+  for (size_t i = 0; i <= LatencySummary::kExactLimit; ++i) s.augment_s.Add(4e-3);  // the sketch form
   s.time_to_first_batch_s = 0.5;
   s.epoch_boundary_stall_s = 0.25;
   s.gpu_busy_s = 1.5;
@@ -41,9 +42,9 @@ TEST(RawStatsCodec, RoundTripsEveryFieldExactly) {
   EXPECT_EQ(d->wait_s, s.wait_s);
   EXPECT_EQ(d->step_s, s.step_s);
   EXPECT_EQ(d->queue_wait_s, s.queue_wait_s);
-  EXPECT_EQ(d->read_s, s.read_s);
-  EXPECT_EQ(d->decode_s, s.decode_s);
-  EXPECT_EQ(d->augment_s, s.augment_s);
+  EXPECT_EQ(d->read_s.ToJson(), s.read_s.ToJson());
+  EXPECT_EQ(d->decode_s.ToJson(), s.decode_s.ToJson());
+  EXPECT_EQ(d->augment_s.ToJson(), s.augment_s.ToJson());
   EXPECT_EQ(d->time_to_first_batch_s, s.time_to_first_batch_s);
   EXPECT_EQ(d->epoch_boundary_stall_s, s.epoch_boundary_stall_s);
   EXPECT_EQ(d->gpu_busy_s, s.gpu_busy_s);
