@@ -18,10 +18,13 @@ def test_probe_writes_documented_curve(dataset_dir, tmp_path):
     out = tmp_path / "probe-cpu.json"
     r = _run(["--bench-data", dataset_dir, "--format", "files", "--image-size", "32", "--frames", "2",
               "--cores", "2", "--max-workers", "3", "--samples", "16", "--seconds-per-point", "0.3",
-              "--warmup-s", "0", "--rounds", "2", "--out", str(out)])
+              "--warmup-s", "0", "--rounds", "2", "--warmup-pass-s", "0.4", "--out", str(out)])
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert doc["schema"] == "simreplay.probe-cpu/1"
+    # the unrecorded warm-up pass ran before the rounds and is part of the total time
+    assert doc["method"]["warmup_pass_s"] == 0.4
+    assert doc["total_s"] >= 0.4 + 6 * 0.3
     assert doc["host"]["cores"] == 2
     # rounds alternate direction: 1 2 3 then 3 2 1
     assert doc["method"]["order"] == [1, 2, 3, 3, 2, 1]
