@@ -52,17 +52,6 @@ nlohmann::json RobustFit::ToJson() const {
 
 namespace {
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  double m = v[mid];
-  if (v.size() % 2 == 0) {
-    m = (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
-  }
-  return m;
-}
-
 // Weighted least squares on columns `cols` of the design (column 0 = intercept). Returns false when
 // the system is rank deficient, with *dependent set to the design column to drop.
 bool SolveWeighted(const Eigen::MatrixXd& design, const Eigen::VectorXd& y, const Eigen::VectorXd& w,

@@ -7,18 +7,12 @@
 #include <set>
 #include <sstream>
 
+#include "common/quantile.h"
 #include "replay/trace_reader.h"
 
 namespace simreplay::calibrate {
 
 namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 Status Bad(const std::string& path, const std::string& what) { return Status::InvalidArgument(path + ": " + what); }
 

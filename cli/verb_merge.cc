@@ -13,7 +13,7 @@
 namespace simreplay::cli {
 namespace {
 
-constexpr const char* kVerb = "simreplay merge";
+constexpr const char* kMergeVerb = "simreplay merge";
 
 int RunMerge(int argc, char** argv) {
   CLI::App app{
@@ -32,18 +32,18 @@ int RunMerge(int argc, char** argv) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   auto loaded = scenarios::LoadSweepDirectories(dirs);
-  if (!loaded.ok()) return Fail(kVerb, loaded.status());
+  if (!loaded.ok()) return Fail(kMergeVerb, loaded.status());
   if (!loaded->Missing().empty()) {
     std::fprintf(stderr,
                  "%s: %s\n%s: nothing written; simulate the missing points (what-if --resume, or what-if --slurm "
                  "--submit again) and merge again\n",
-                 kVerb, scenarios::DescribeMissing(*loaded).c_str(), kVerb);
+                 kMergeVerb, scenarios::DescribeMissing(*loaded).c_str(), kMergeVerb);
     return kExitFailure;
   }
   std::vector<scenarios::SweepResult> results;
   for (auto& p : loaded->points) results.push_back(std::move(*p));
   Status s = WriteAndPrintSweep(out_dir, loaded->identity.scenario_file, results);
-  if (!s.ok()) return Fail(kVerb, s);
+  if (!s.ok()) return Fail(kMergeVerb, s);
   return kExitOk;
 }
 

@@ -26,14 +26,14 @@
 namespace simreplay::cli {
 namespace {
 
-constexpr const char* kVerb = "simreplay plan";
+constexpr const char* kPlanVerb = "simreplay plan";
 
 int WritePlan(const plan::PlanOutcome& outcome, const std::string& out_dir) {
   Status s = MakeDirectories(out_dir);
   if (s.ok()) s = WriteFileAtomically(out_dir + "/plan.json", plan::PlanJson(outcome).dump(2) + "\n");
   if (s.ok()) s = WriteFileAtomically(out_dir + "/plan.csv", plan::PlanCsv(outcome));
   if (s.ok()) s = WriteFileAtomically(out_dir + "/report.html", plan::PlanHtml(outcome));
-  if (!s.ok()) return Fail(kVerb, s);
+  if (!s.ok()) return Fail(kPlanVerb, s);
   std::fputs(plan::PlanTable(outcome).c_str(), stdout);
   std::printf("\n%s\n", outcome.recommendation["text"].get<std::string>().c_str());
   std::printf("accelerator: %s (%s)\n", outcome.accelerator.c_str(), outcome.accelerator_note.c_str());
@@ -43,13 +43,13 @@ int WritePlan(const plan::PlanOutcome& outcome, const std::string& out_dir) {
 
 int ReportFailures(const plan::CandidateRunSummary& summary, const plan::PlanSetup& setup, const std::string& out_dir) {
   for (const auto& [point, why] : summary.failures) {
-    std::fprintf(stderr, "%s: candidate %zu (%s) failed: %s\n", kVerb, point, setup.point_labels[point].c_str(),
+    std::fprintf(stderr, "%s: candidate %zu (%s) failed: %s\n", kPlanVerb, point, setup.point_labels[point].c_str(),
                  why.message().c_str());
   }
   std::fprintf(stderr,
                "%s: %zu of %zu candidates failed; the finished ones are kept in %s/points/: run again with "
                "--resume to simulate only the rest\n",
-               kVerb, summary.failures.size(), summary.owned, out_dir.c_str());
+               kPlanVerb, summary.failures.size(), summary.owned, out_dir.c_str());
   return ExitCodeOf(summary.failures.front().second);
 }
 
@@ -84,20 +84,20 @@ int RunPlanVerb(int argc, char** argv) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   scenarios::ShardSpec shard;
-  if (!ParseShardFlag(kVerb, shard_text, &shard)) return kExitUsage;
+  if (!ParseShardFlag(kPlanVerb, shard_text, &shard)) return kExitUsage;
   if (static_cast<int>(slurm.enabled) + static_cast<int>(!shard_text.empty()) + static_cast<int>(!merge_dirs.empty()) >
       1) {
-    std::fprintf(stderr, "%s: --slurm, --shard and --merge are different steps: give one of them\n", kVerb);
+    std::fprintf(stderr, "%s: --slurm, --shard and --merge are different steps: give one of them\n", kPlanVerb);
     return kExitUsage;
   }
 
   auto spec = plan::LoadPlanFile(plan_path);
-  if (!spec.ok()) return Fail(kVerb, spec.status());
+  if (!spec.ok()) return Fail(kPlanVerb, spec.status());
   auto setup = plan::PreparePlan(*spec, preflight);
-  if (!setup.ok()) return Fail(kVerb, setup.status());
+  if (!setup.ok()) return Fail(kPlanVerb, setup.status());
 
   auto identity = plan::IdentifyPlan(*setup);  // hashes the inputs once, for every path below
-  if (!identity.ok()) return Fail(kVerb, identity.status());
+  if (!identity.ok()) return Fail(kPlanVerb, identity.status());
   if (!merge_dirs.empty()) {
     auto runs = plan::LoadCandidateRuns(*setup, *identity, merge_dirs);
     if (!runs.ok()) {
@@ -105,13 +105,13 @@ int RunPlanVerb(int argc, char** argv) {
         std::fprintf(stderr,
                      "%s: %s\n%s: nothing written; simulate the missing candidates (plan --resume, or plan --slurm "
                      "--submit again) and merge again\n",
-                     kVerb, runs.status().message().c_str(), kVerb);
+                     kPlanVerb, runs.status().message().c_str(), kPlanVerb);
         return kExitFailure;
       }
-      return Fail(kVerb, runs.status());
+      return Fail(kPlanVerb, runs.status());
     }
     auto outcome = plan::FinishPlan(std::move(*setup), *runs);
-    if (!outcome.ok()) return Fail(kVerb, outcome.status());
+    if (!outcome.ok()) return Fail(kPlanVerb, outcome.status());
     return WritePlan(*outcome, out_dir);
   }
 
@@ -124,13 +124,13 @@ int RunPlanVerb(int argc, char** argv) {
     if (!preflight.empty()) command.task_args = {"--preflight", AbsolutePath(preflight)};
     command.merge_args = {"plan", AbsolutePath(plan_path), "--out", abs_out, "--merge", abs_out};
     command.merge_args.insert(command.merge_args.end(), command.task_args.begin(), command.task_args.end());
-    return RunSlurm(kVerb, plan_path, out_dir, *identity, slurm, 0, command);
+    return RunSlurm(kPlanVerb, plan_path, out_dir, *identity, slurm, 0, command);
   }
 
   scenarios::PointStore store(out_dir, *identity);
   if (shard.whole() && !resume) {
     Status cleared = store.Clear();  // a fresh plan replaces whatever the directory held
-    if (!cleared.ok()) return Fail(kVerb, cleared);
+    if (!cleared.ok()) return Fail(kPlanVerb, cleared);
   }
   const bool tty = StderrIsTty();
   plan::CandidateRunOptions options;
@@ -145,9 +145,9 @@ int RunPlanVerb(int argc, char** argv) {
   };
   auto summary = plan::SimulateCandidates(*setup, options);
   if (tty) std::fprintf(stderr, "\n");
-  if (!summary.ok()) return Fail(kVerb, summary.status());
+  if (!summary.ok()) return Fail(kPlanVerb, summary.status());
   if (summary->reused > 0) {
-    std::fprintf(stderr, "%s: resumed: %zu of %zu candidates were already finished\n", kVerb, summary->reused,
+    std::fprintf(stderr, "%s: resumed: %zu of %zu candidates were already finished\n", kPlanVerb, summary->reused,
                  summary->owned);
   }
   if (!summary->failures.empty()) return ReportFailures(*summary, *setup, out_dir);
@@ -161,9 +161,9 @@ int RunPlanVerb(int argc, char** argv) {
   }
   // The plan comes from the saved points, as --merge reads them: one path to the output bytes.
   auto runs = plan::LoadCandidateRuns(*setup, *identity, {out_dir});
-  if (!runs.ok()) return Fail(kVerb, runs.status());
+  if (!runs.ok()) return Fail(kPlanVerb, runs.status());
   auto outcome = plan::FinishPlan(std::move(*setup), *runs);
-  if (!outcome.ok()) return Fail(kVerb, outcome.status());
+  if (!outcome.ok()) return Fail(kPlanVerb, outcome.status());
   return WritePlan(*outcome, out_dir);
 }
 

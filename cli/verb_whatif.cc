@@ -23,18 +23,18 @@
 namespace simreplay::cli {
 namespace {
 
-constexpr const char* kVerb = "simreplay what-if";
+constexpr const char* kWhatIfVerb = "simreplay what-if";
 
 // Prints each failed point and returns the exit code of the first (3 when it was a bad input).
 int ReportFailures(const sim::SweepRunSummary& summary, const std::string& out_dir) {
   for (const auto& f : summary.failures) {
-    std::fprintf(stderr, "%s: point %zu%s failed: %s\n", kVerb, f.index,
+    std::fprintf(stderr, "%s: point %zu%s failed: %s\n", kWhatIfVerb, f.index,
                  f.label.empty() ? "" : (" (" + f.label + ")").c_str(), f.status.message().c_str());
   }
   std::fprintf(stderr,
                "%s: %zu of %zu points failed; the %zu finished points are kept in %s/points/: run again with "
                "--resume to simulate only the rest\n",
-               kVerb, summary.failures.size(), summary.owned_points, summary.owned_points - summary.failures.size(),
+               kWhatIfVerb, summary.failures.size(), summary.owned_points, summary.owned_points - summary.failures.size(),
                out_dir.c_str());
   return ExitCodeOf(summary.failures[0].status);
 }
@@ -72,29 +72,29 @@ int RunWhatIf(int argc, char** argv) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   scenarios::ShardSpec shard;
-  if (!ParseShardFlag(kVerb, shard_text, &shard)) return kExitUsage;
+  if (!ParseShardFlag(kWhatIfVerb, shard_text, &shard)) return kExitUsage;
   if (slurm.enabled && !shard_text.empty()) {
-    std::fprintf(stderr, "%s: --slurm writes the array whose tasks take --shard; give one or the other\n", kVerb);
+    std::fprintf(stderr, "%s: --slurm writes the array whose tasks take --shard; give one or the other\n", kWhatIfVerb);
     return kExitUsage;
   }
   if (slurm.submit && !slurm.enabled) {
-    std::fprintf(stderr, "%s: --submit needs --slurm\n", kVerb);
+    std::fprintf(stderr, "%s: --submit needs --slurm\n", kWhatIfVerb);
     return kExitUsage;
   }
 
   auto json = scenarios::LoadScenarioJson(scenario_path);
-  if (!json.ok()) return Fail(kVerb, json.status());
+  if (!json.ok()) return Fail(kWhatIfVerb, json.status());
   auto points = scenarios::ExpandSweep(*json, scenario_path, scenarios::DirectoryOf(scenario_path));
-  if (!points.ok()) return Fail(kVerb, points.status());
+  if (!points.ok()) return Fail(kWhatIfVerb, points.status());
   auto identity = scenarios::IdentifySweep(*json, scenario_path, *points);
-  if (!identity.ok()) return Fail(kVerb, identity.status());
-  if (slurm.enabled) return RunSlurm(kVerb, scenario_path, out_dir, *identity, slurm, point_timeout_s);
+  if (!identity.ok()) return Fail(kWhatIfVerb, identity.status());
+  if (slurm.enabled) return RunSlurm(kWhatIfVerb, scenario_path, out_dir, *identity, slurm, point_timeout_s);
 
   scenarios::PointStore store(out_dir, *identity);
   if (shard.whole() && !resume) {
     // A fresh whole sweep replaces whatever the directory held (another scenario's points included).
     Status cleared = store.Clear();
-    if (!cleared.ok()) return Fail(kVerb, cleared);
+    if (!cleared.ok()) return Fail(kWhatIfVerb, cleared);
   }
   const bool tty = StderrIsTty();
   sim::SweepRunOptions options;
@@ -107,9 +107,9 @@ int RunWhatIf(int argc, char** argv) {
   };
   auto summary = sim::RunSweepShard(*points, store, options);
   if (tty) std::fprintf(stderr, "\n");
-  if (!summary.ok()) return Fail(kVerb, summary.status());
+  if (!summary.ok()) return Fail(kWhatIfVerb, summary.status());
   if (summary->reused_points > 0) {
-    std::fprintf(stderr, "%s: resumed: %zu of %zu points were already finished, %zu simulated now\n", kVerb,
+    std::fprintf(stderr, "%s: resumed: %zu of %zu points were already finished, %zu simulated now\n", kWhatIfVerb,
                  summary->reused_points, summary->owned_points, summary->owned_points - summary->reused_points);
   }
   if (!summary->failures.empty()) return ReportFailures(*summary, out_dir);
@@ -123,12 +123,12 @@ int RunWhatIf(int argc, char** argv) {
   }
   // The tables come from the saved points, as `merge` reads them: one path to the output bytes.
   auto loaded = scenarios::LoadSweepDirectories({out_dir});
-  if (!loaded.ok()) return Fail(kVerb, loaded.status());
-  if (!loaded->Missing().empty()) return Fail(kVerb, Status::Internal(DescribeMissing(*loaded)));
+  if (!loaded.ok()) return Fail(kWhatIfVerb, loaded.status());
+  if (!loaded->Missing().empty()) return Fail(kWhatIfVerb, Status::Internal(DescribeMissing(*loaded)));
   std::vector<scenarios::SweepResult> results;
   for (auto& p : loaded->points) results.push_back(std::move(*p));
   Status s = WriteAndPrintSweep(out_dir, scenario_path, results);
-  if (!s.ok()) return Fail(kVerb, s);
+  if (!s.ok()) return Fail(kWhatIfVerb, s);
   return kExitOk;
 }
 

@@ -33,4 +33,13 @@ double QuantileNearestRank(std::vector<double> values, double p) {
   return SortedQuantileNearestRank(values, p);
 }
 
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  const double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  return (upper + *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+}
+
 }  // namespace simreplay

@@ -21,6 +21,9 @@ double QuantileLinear(std::vector<double> values, double q);
 // REQUIRES: !values.empty().
 double QuantileNearestRank(std::vector<double> values, double p);
 
+// The middle value, or the mean of the two middle values; 0 for no values.
+double Median(std::vector<double> values);
+
 // Sorted-input variants, for callers that take several quantiles of one sorted vector.
 // REQUIRES: sorted ascending and non-empty.
 double SortedQuantileLinear(const std::vector<double>& sorted, double q);

@@ -79,10 +79,6 @@ int64_t OverlapLength(const std::vector<Interval>& a, const std::vector<Interval
   return total;
 }
 
-bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 bool ContainsNoCase(const std::string& haystack, const std::string& lower_needle) {
   std::string lower(haystack);
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -270,7 +266,7 @@ class EventSink {
         (ContainsNoCase(name, "nccl") ? file_->nccl_kernels : file_->compute_kernels).push_back(span);
         break;
       case Category::kMemcpy:
-        if (StartsWith(name, "Memcpy HtoD")) AddHostToDevice(*args, span);
+        if (name.starts_with("Memcpy HtoD")) AddHostToDevice(*args, span);
         break;
       case Category::kCpu:
         AddCpuEvent(name, *args, span);
@@ -305,7 +301,7 @@ class EventSink {
   }
 
   void AddCpuEvent(const std::string& name, const json& args, Interval span) {
-    if (StartsWith(name, "ProfilerStep#")) {
+    if (name.starts_with("ProfilerStep#")) {
       std::string digits = name.substr(std::strlen("ProfilerStep#"));
       if (!digits.empty() && digits.size() < 18 &&
           std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); })) {
@@ -313,7 +309,7 @@ class EventSink {
       }
       return;
     }
-    if (StartsWith(name, "enumerate(DataLoader)#") && EndsWith(name, ".__next__")) {
+    if (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__")) {
       file_->loader_next.push_back(LoaderNext{span, name.find("_SingleProcessDataLoaderIter") != std::string::npos});
       return;
     }

@@ -9,12 +9,6 @@
 
 namespace simreplay::replay {
 
-namespace {
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-}  // namespace
-
 struct TraceWriter::Impl {
   explicit Impl(const std::string& path) : file(path) {}
   AtomicFile file;
@@ -42,7 +36,7 @@ TraceWriter::~TraceWriter() {
 Result<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path, const TraceHeader& header) {
   auto impl = std::make_unique<Impl>(path);
   // "wT" writes plain text through the same gz* calls.
-  const char* mode = EndsWith(path, ".gz") ? "wb6" : "wT";
+  const char* mode = path.ends_with(".gz") ? "wb6" : "wT";
   impl->out = gzopen(impl->file.temp_path().c_str(), mode);
   if (impl->out == nullptr) return Status::IoError(path + ": cannot create: " + std::strerror(errno));
   nlohmann::json head = {{"type", "header"}, {"schema", kTraceSchema}, {"manifest", header.manifest}};

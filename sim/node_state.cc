@@ -9,7 +9,6 @@ namespace simreplay::sim {
 
 namespace {
 namespace sg4 = simgrid::s4u;
-constexpr double kFlopsPerCpuSecond = 1e9;
 }  // namespace
 
 void Recorder::Span(int rank, int track, const char* name, double start_s) {

@@ -11,8 +11,6 @@ namespace sg4 = simgrid::s4u;
 using models::Hop;
 using models::LinkClass;
 
-constexpr double kFlopsPerCpuSecond = 1e9;
-
 std::vector<sg4::LinkInRoute> ToLinks(const Platform& p, const std::vector<Hop>& route) {
   std::vector<sg4::LinkInRoute> links;
   for (const Hop& h : route) {

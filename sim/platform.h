@@ -17,6 +17,9 @@
 
 namespace simreplay::sim {
 
+// Host speed: one recorded CPU second is this many flops on a node's cores.
+inline constexpr double kFlopsPerCpuSecond = 1e9;
+
 struct NodeHosts {
   simgrid::s4u::Host* cpu = nullptr;
   simgrid::s4u::Disk* disk = nullptr;

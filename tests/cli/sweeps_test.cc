@@ -10,6 +10,7 @@
 
 #include "tests/cli/sweep_test_util.h"
 #include "tests/cli_runner.h"
+#include "tests/crash_signal.h"
 
 namespace simreplay::testing {
 namespace {
@@ -161,8 +162,9 @@ TEST(Sweeps, CrashedPointIsReportedAndTheOthersComplete) {
   for (pid_t child : children) ::kill(child, SIGSEGV);
   EXPECT_EQ(WaitCli(pid), 1);
   const std::string log = Slurp(root / "log");
-  EXPECT_NE(log.find("point 1 (loader.num_workers=1, train.steps=50000000) failed: simulation process died with "
-                     "signal 11 (SIGSEGV"),
+  EXPECT_NE(log.find(std::string("point 1 (loader.num_workers=1, train.steps=50000000) failed: simulation process "
+                                 "died with ") +
+                     test_support::kSegvReportedAs),
             std::string::npos)
       << log;
   EXPECT_EQ(PointFiles(root / "out").size(), 2u);

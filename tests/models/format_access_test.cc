@@ -7,7 +7,8 @@ namespace simreplay::models {
 namespace {
 
 TEST(FormatAccess, TfrecordRandomReadsAPageSequentialStreams) {
-  const auto& t = CatalogueFormats().containers.at("tfrecord");
+  const FormatParams formats = CatalogueFormats();  // kept: .at() of a temporary would dangle (ASan found it)
+  const auto& t = formats.containers.at("tfrecord");
   // 1000 media bytes + 16 B framing = 1016 B. Random: rounded up to a 4096 B page; one open per 64.
   EXPECT_EQ(ContainerReadBytes(t, 1000, false), 4096);
   EXPECT_NEAR(ContainerReadS(t, 1000, 1e9, false), 20e-6 / 64 + 4096 / 1e9, 1e-15);
@@ -17,7 +18,8 @@ TEST(FormatAccess, TfrecordRandomReadsAPageSequentialStreams) {
 }
 
 TEST(FormatAccess, ParquetRandomDecodesAWholePage) {
-  const auto& p = CatalogueFormats().containers.at("parquet");
+  const FormatParams formats = CatalogueFormats();
+  const auto& p = formats.containers.at("parquet");
   EXPECT_TRUE(p.assumed);
   // Random: 60 us / 64 + 20 us seek + 1 MiB page at 1 GB/s; sequential: 60 us / 64 + (1000 + 28) B.
   EXPECT_NEAR(ContainerReadS(p, 1000, 1e9, false), 60e-6 / 64 + 20e-6 + 1048576 / 1e9, 1e-15);
