@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/json_fields.h"
 #include "common/quantile.h"
 #include "replay/trace_reader.h"
 
@@ -88,34 +89,29 @@ Result<AlphaBetaFit> FitAlphaBeta(const std::vector<std::pair<double, double>>& 
 }
 
 Result<NetworkProbe> LoadNetworkProbe(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot open network probe");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    // byte offset -> line, for the FILE:LINE convention
-    std::string text = ss.str();
-    size_t upto = std::min<size_t>(e.byte, text.size());
-    int64_t line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(upto), '\n');
-    return Status::InvalidArgument(path + ":" + std::to_string(line) + ": expected JSON, found a syntax error (" +
-                                   e.what() + ")");
-  }
+  // The project's one JSON reader: FILE:LINE on syntax errors and on numbers no double holds (1e400).
+  auto parsed = ReadJsonFile(path);
+  if (!parsed.ok()) return parsed.status();
+  const nlohmann::json& j = *parsed;
   if (!j.is_object()) return Bad(path, std::string("expected a JSON object, found ") + j.type_name());
-  if (j.value("schema", "") != kNetworkProbeSchema) {
+  if (!j.contains("schema") || !j["schema"].is_string() || j["schema"] != kNetworkProbeSchema) {
     return Bad(path, std::string("wrong schema version: expected \"") + kNetworkProbeSchema + "\", found " +
                          (j.contains("schema") ? j["schema"].dump() : "none"));
   }
   NetworkProbe p;
   p.path = path;
-  p.backend = j.value("backend", "");
+  if (j.contains("backend") && j["backend"].is_string()) p.backend = j["backend"].get<std::string>();
   auto ws = Number(j, "world_size", path, true);
   if (!ws.ok()) return ws.status();
-  p.world_size = static_cast<int>(*ws);
   auto nodes = Number(j, "nodes", path, true);
   if (!nodes.ok()) return nodes.status();
+  // Counts: whole numbers a cast to int holds (a larger double would be undefined behaviour to cast).
+  for (auto [key, value] : {std::pair{"world_size", *ws}, std::pair{"nodes", *nodes}}) {
+    if (value != std::floor(value) || value > 1e6) {
+      return Bad(path, std::string("expected '") + key + "' to be a whole number up to 1e6, found " + j[key].dump());
+    }
+  }
+  p.world_size = static_cast<int>(*ws);
   p.nodes = static_cast<int>(*nodes);
   if (!j.contains("results") || !j["results"].is_array() || j["results"].empty())
     return Bad(path,
@@ -131,7 +127,7 @@ Result<NetworkProbe> LoadNetworkProbe(const std::string& path) {
     if (!t.ok()) return t.status();
     p.points[r["op"].get<std::string>()].emplace_back(*bytes, *t);
   }
-  if (j.contains("ranks") && j["ranks"].is_array() && !j["ranks"].empty()) {
+  if (j.contains("ranks") && j["ranks"].is_array() && !j["ranks"].empty() && j["ranks"][0].is_object()) {
     const nlohmann::json& iface = j["ranks"][0].value("interface", nlohmann::json::object());
     if (iface.is_object() && iface.contains("tc_rate_bits_per_s") && iface["tc_rate_bits_per_s"].is_number())
       p.link_rate_bits_per_s = iface["tc_rate_bits_per_s"].get<double>();

@@ -111,7 +111,9 @@ def predict(simreplay: str, model: str, overrides: Any, out: str, tiers: Optiona
         sc: Dict[str, Any] = {
             "name": "what-if validation", "model": model,
             "loader": {"num_workers": WORKERS, "batch_size": BATCH, "prefetch_factor": 2, "shuffle": True},
-            "hardware": {"cpu_cores": 0, "background_threads": background}, "train": {"steps": steps}, "seed": 0}
+            "hardware": {"cpu_cores": 0}, "train": {"steps": steps}, "seed": 0}
+        if background >= 0:  # absent: the model's own (a dedicated machine unless calibrate set it)
+            sc["hardware"]["background_threads"] = background
         if isinstance(overrides, dict):
             for k, v in overrides.items():
                 sc.setdefault(k, {}).update(v)
