@@ -105,6 +105,13 @@ std::string DescribeParseFailure(const nlohmann::json::exception& e, const std::
   *offset = 0;
   if (const auto* parse = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
     *offset = parse->byte == 0 ? 0 : parse->byte - 1;
+    // Some writers emit NaN and Infinity: say so rather than "invalid literal" (the parser stops inside
+    // the word, so look a few bytes around the offset).
+    static const std::regex kNonFiniteWord(R"((NaN|Infinity|inf|nan)\b)");
+    const size_t from = *offset >= 3 ? *offset - 3 : 0;
+    if (std::regex_search(text.substr(std::min(from, text.size()), 12), kNonFiniteWord)) {
+      return "NaN or infinite number (not valid JSON, not allowed)";
+    }
     auto pos = what.find("parse error");
     return "malformed JSON: " + (pos == std::string::npos ? what : what.substr(pos));
   }

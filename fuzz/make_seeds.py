@@ -244,6 +244,22 @@ def spec_seeds():
     write_dict("experiment_spec", tokens)
 
 
+def plan_seeds():
+    """Plan files (docs/plan-format.md): the example and minimal variants."""
+    tokens = set(JSON_TOKENS)
+    text = open(os.path.join(ROOT, "examples/plan/plan.json")).read()
+    doc = json.loads(text)
+    keys_of(doc, tokens)
+    write_seed("plan", text)
+    small = {"scenario": "s.json", "job": {"target": {"steps": 1000}, "model": {"parameters": 1e8}},
+             "candidates": {"gpu": ["h100-sxm"], "nodes": [1, 2], "gpus_per_node": 8}}
+    write_seed("plan", json.dumps(small))
+    keys_of(small, tokens)
+    tokens |= {'"auto"', '"ddp"', '"fsdp"', '"adam"', '"sgd"', '"bf16"', '"fp32"', '"scenario_by_gpu"',
+               '"uncertainty"', '"simulation"', '"preflight"', '"catalogue"'}
+    write_dict("plan", tokens)
+
+
 def main():
     for d in (CORPUS, DICT):
         shutil.rmtree(d, ignore_errors=True)
@@ -254,6 +270,7 @@ def main():
     probe_seeds()
     spec_seeds()
     network_probe_seeds()
+    plan_seeds()
     for t in sorted(os.listdir(CORPUS)):
         files = os.listdir(os.path.join(CORPUS, t))
         size = sum(os.path.getsize(os.path.join(CORPUS, t, f)) for f in files)

@@ -96,6 +96,16 @@ TEST(PlanSpec, RejectsMalformedAndNonFiniteJson) {
   EXPECT_EQ(missing.status().code(), Status::Code::kNotFound);
 }
 
+// Found by the plan fuzz target on its first run (2026-12-01): a number no double holds aborted
+// `simreplay plan` (nlohmann's out_of_range is not a parse_error and escaped).
+TEST(PlanSpec, RegressionNumberOverflowIsFileLineError) {
+  auto overflow = ParsePlan(Replace(kExample, "1.2e9", "1e400"), "p.json");
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_NE(overflow.status().message().find("a number out of range: 1e400"), std::string::npos)
+      << overflow.status().message();
+  EXPECT_EQ(overflow.status().message().rfind("p.json:", 0), 0u) << overflow.status().message();
+}
+
 TEST(PlanSpec, StateBytesPerParameterFollowTheZeroPaper) {
   // Mixed-precision Adam: 2 (bf16 weights) + 2 (grads) + 4 (fp32 master) + 8 (m, v) = 16 B; the
   // checkpoint leaves out the gradients: 14 B.
