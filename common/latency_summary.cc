@@ -63,35 +63,6 @@ void LatencySummary::SwitchToSketch() {
   values_.shrink_to_fit();
 }
 
-void LatencySummary::Merge(const LatencySummary& other) {
-  if (other.count_ == 0) return;
-  if (count_ == 0) {
-    *this = other;
-    return;
-  }
-  max_ = std::max(max_, other.max_);
-  min_ = std::min(min_, other.min_);
-  count_ += other.count_;
-  sum_ += other.sum_;
-  if (!sketched_ && !other.sketched_ && values_.size() + other.values_.size() <= kExactLimit) {
-    values_.insert(values_.end(), other.values_.begin(), other.values_.end());
-    return;
-  }
-  if (!sketched_) SwitchToSketch();
-  if (!other.sketched_) {
-    for (double v : other.values_) AddToSketch(v);
-    return;
-  }
-  zero_count_ += other.zero_count_;
-  for (size_t i = 0; i < other.buckets_.size(); ++i) {
-    if (other.buckets_[i] == 0) continue;
-    const int32_t key = other.key_offset_ + static_cast<int32_t>(i);
-    // Grow to cover `key` through the single-value path, then add the rest of the count.
-    AddToSketch(ValueOf(key));
-    buckets_[static_cast<size_t>(key - key_offset_)] += other.buckets_[i] - 1;
-  }
-}
-
 double LatencySummary::SketchQuantile(double q) const {
   const double position = std::clamp(q, 0.0, 1.0) * static_cast<double>(count_ - 1);
   const auto rank = static_cast<int64_t>(std::floor(position));  // the order statistic below the position

@@ -4,7 +4,7 @@
 // Lee, "DDSketch: a fast and fully-mergeable quantile sketch with relative-error guarantees", VLDB
 // 2019). Count, mean and max stay exact in both forms. A 1024-rank run records 33 million sample
 // latencies per stage: kept whole they were 0.8 GB of a 1.2 GB simulation (docs/performance.md).
-// Deterministic: the result depends only on the values and the order of Add and Merge calls.
+// Deterministic: the result depends only on the values and the order they were added in.
 #pragma once
 
 #include <cstddef>
@@ -23,12 +23,9 @@ class LatencySummary {
   static constexpr double kRelativeError = 0.005;
 
   void Add(double value);
-  void Merge(const LatencySummary& other);
 
   int64_t count() const { return count_; }
   bool exact() const { return !sketched_; }
-  // Every value, in insertion order. REQUIRES: exact().
-  const std::vector<double>& values() const { return values_; }
 
   struct Figures {
     double mean = 0, p50 = 0, p95 = 0, p99 = 0, max = 0;

@@ -79,11 +79,11 @@ void DataLoader::LoadBatchAggregated(int track, int64_t epoch, int64_t first, do
   }
   if (aggregate_reads) node_->SleepRecordedReads(read_s, read_bytes);
   const double t1 = sg4::Engine::get_clock();
-  node_->Execute(cpu_s * scale + collate_s);
+  const double work = cpu_s * scale + collate_s;
+  node_->Execute(work);
   const double t3 = sg4::Engine::get_clock();
   // Counted once the batch is collated (per-sample fidelity counts it before collate: a collate later).
   node_->AddMemory(done->bytes * input_.model.memory.batch_bytes_scale);
-  const double work = cpu_s * scale + collate_s;
   const double t2 = work > 0 ? t1 + (t3 - t1) * (cpu_s * scale) / work : t1;  // decode+augment end, collate start
   // Attribute the batch's read and CPU time back to its samples in proportion to their recorded costs.
   double read_at = t0, cpu_at = t1;

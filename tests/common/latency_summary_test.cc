@@ -60,34 +60,6 @@ TEST(LatencySummary, SketchQuantilesWithinRelativeError) {
   EXPECT_NEAR(f.mean, sum / static_cast<double>(n), 1e-12);
 }
 
-TEST(LatencySummary, MergeEqualsAddingEverythingToOne) {
-  LatencySummary a, b, all;
-  for (int i = 0; i < 1200000; ++i) {
-    const double v = 1e-4 * (1 + (i * 31) % 997);
-    (i % 2 ? a : b).Add(v);
-  }
-  // a and b stay exact alone; merged they pass the limit.
-  ASSERT_TRUE(a.exact() && b.exact());
-  LatencySummary merged = b;
-  merged.Merge(a);
-  ASSERT_FALSE(merged.exact());
-  for (int i = 0; i < 1200000; ++i) {
-    const double v = 1e-4 * (1 + (i * 31) % 997);
-    all.Add(v);
-  }
-  const auto m = merged.Summarize(), w = all.Summarize();
-  EXPECT_EQ(m.p50, w.p50);
-  EXPECT_EQ(m.p95, w.p95);
-  EXPECT_EQ(m.p99, w.p99);
-  EXPECT_EQ(m.max, w.max);
-  EXPECT_NEAR(m.mean, w.mean, 1e-12);
-  // Sketch + sketch.
-  LatencySummary twice = merged;
-  twice.Merge(merged);
-  EXPECT_EQ(twice.count(), 2 * merged.count());
-  EXPECT_EQ(twice.Summarize().p95, m.p95);
-}
-
 TEST(LatencySummary, JsonRoundTripOfBothForms) {
   LatencySummary small, large;
   for (int i = 0; i < 10; ++i) small.Add(0.5 * i);
