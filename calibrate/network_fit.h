@@ -33,10 +33,16 @@ struct AlphaBetaFit {
   double mape = 0;
   int points = 0;
   int64_t min_bytes = 0, max_bytes = 0;
+  std::string method;
 };
 
-// Weighted least squares with weights 1/t^2 (relative errors); alpha clamped at 0. Needs >= 2 points
-// with two distinct sizes and positive times, else InvalidArgument.
+// A point taking at least this many times the fastest one is bandwidth-bound.
+inline constexpr double kBandwidthBoundFactor = 10;
+
+// The nccl-tests reading of a size sweep: beta (1 / algbw) from the bandwidth-bound points (weighted
+// least squares, weights 1/t^2), alpha = the median of t - beta S over the others, clamped at 0.
+// Fewer than two bandwidth-bound sizes: one weighted line through every point. r2 and mape are over
+// every point. Needs >= 2 points with two distinct sizes and positive times, else InvalidArgument.
 Result<AlphaBetaFit> FitAlphaBeta(const std::vector<std::pair<double, double>>& bytes_and_seconds);
 
 struct NetworkProbe {
@@ -47,7 +53,22 @@ struct NetworkProbe {
   double link_rate_bits_per_s = 0;  // tc rate on rank 0's interface, 0 when none
   // op -> (bytes, seconds) measured points, from "results"
   std::map<std::string, std::vector<std::pair<double, double>>> points;
+  // op -> (bytes, CPU seconds per rank and operation) where the probe measured it: the host's busy
+  // time shared out over its ranks ("host_cpu_s_per_rank"), else the rank's own process ("cpu_s")
+  std::map<std::string, std::vector<std::pair<double, double>>> cpu_points;
 };
+
+// CPU seconds per bus byte (bytes x 2(n-1)/n for an all-reduce at n ranks): least squares through the
+// bandwidth-bound points (those FitAlphaBeta uses for beta) of cpu = c0 + c x bus bytes; the fixed
+// part c0 (Python dispatch, polling) is left out. InvalidArgument when fewer than two such sizes have
+// a CPU reading or the slope is not positive.
+struct CpuPerByteFit {
+  double cpu_s_per_bus_byte = 0;
+  double intercept_s = 0;
+  int points = 0;
+};
+Result<CpuPerByteFit> FitCollectiveCpu(const std::vector<std::pair<double, double>>& time_points,
+                                       const std::vector<std::pair<double, double>>& cpu_points, int world_size);
 
 // Loads and validates a probe-network.json. Errors: NotFound (cannot open), InvalidArgument
 // "FILE: what was expected, found ..." (malformed JSON with its line, wrong schema, missing or

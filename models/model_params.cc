@@ -66,6 +66,8 @@ const std::vector<NumericParam>& NumericParams() {
       {"collective", "alpha_s", [](ModelParams& m) -> double& { return m.collective.alpha_s; }, false},
       {"collective", "bus_bytes_per_s", [](ModelParams& m) -> double& { return m.collective.bus_bytes_per_s; }, true},
       {"collective", "gradient_bytes", [](ModelParams& m) -> double& { return m.collective.gradient_bytes; }, false},
+      {"collective", "cpu_s_per_bus_byte", [](ModelParams& m) -> double& { return m.collective.cpu_s_per_bus_byte; },
+       false},
   };
   return table;
 }

@@ -79,6 +79,10 @@ struct CollectiveParams {
   double alpha_s = 20e-6;          // per-message latency
   double bus_bytes_per_s = 100e9;  // algorithm bandwidth
   double gradient_bytes = 0.0;     // bytes all-reduced per optimizer step; 0 = no collective
+  // Host CPU seconds a rank spends per byte it sends (busbw bytes: 2(n-1)/n x S for an all-reduce):
+  // gloo's reductions and copies and the kernel's TCP work, run on the node's cores during the
+  // transfer. 0 for GPU collectives (NCCL moves and reduces on the device).
+  double cpu_s_per_bus_byte = 0.0;
 };
 
 // One parameter's provenance: whether it was measured, and from what.

@@ -126,20 +126,37 @@ Status ParseIntraNode(const nlohmann::json& j, const std::string& where, Cluster
 
 Status ParseStragglers(const nlohmann::json& j, const std::string& where, ClusterConfig* c) {
   if (!j.is_array()) return Status::InvalidArgument(where + ": cluster: 'stragglers' must be an array");
-  std::set<int> seen;
+  std::map<int, std::set<int>> seen;  // node -> GPUs listed (-1: the whole node)
   for (size_t i = 0; i < j.size(); ++i) {
     const std::string at = fmt::format("{}: cluster.stragglers[{}]", where, i);
     if (!j[i].is_object()) return Status::InvalidArgument(at + ": must be an object");
     JsonFields f(j[i], at);
-    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(j[i], {"node", "gpu_step_scale", "cpu_speed_scale"}, f));
+    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(j[i], {"node", "gpu", "gpu_step_scale", "cpu_speed_scale"}, f));
     StragglerConfig s;
     int64_t node = -1;
     SIMREPLAY_RETURN_IF_ERROR(f.GetInt("node", &node));
     if (node >= c->nodes) {
       return f.Error(fmt::format("'node' must be in [0, {}] (cluster.nodes - 1), found {}", c->nodes - 1, node));
     }
-    if (!seen.insert(static_cast<int>(node)).second) return f.Error(fmt::format("node {} listed twice", node));
     s.node = static_cast<int>(node);
+    if (f.Has("gpu")) {
+      int64_t gpu = -1;
+      SIMREPLAY_RETURN_IF_ERROR(f.GetInt("gpu", &gpu));
+      if (gpu < 0 || gpu >= c->gpus_per_node) {
+        return f.Error(
+            fmt::format("'gpu' must be in [0, {}] (gpus per node - 1), found {}", c->gpus_per_node - 1, gpu));
+      }
+      // Cores belong to the node: one GPU cannot have slower ones.
+      if (f.Has("cpu_speed_scale")) return f.Error("'cpu_speed_scale' applies to a whole node: drop it or 'gpu'");
+      s.gpu = static_cast<int>(gpu);
+    }
+    // A node once, or each of its GPUs once.
+    auto& listed = seen[s.node];
+    if (listed.count(-1) || listed.count(s.gpu) || (s.gpu < 0 && !listed.empty())) {
+      return f.Error(s.gpu < 0 ? fmt::format("node {} listed twice", node)
+                               : fmt::format("node {} GPU {} listed twice", node, s.gpu));
+    }
+    listed.insert(s.gpu);
     SIMREPLAY_RETURN_IF_ERROR(GetPositive(f, "gpu_step_scale", &s.gpu_step_scale, 1e6));
     SIMREPLAY_RETURN_IF_ERROR(GetPositive(f, "cpu_speed_scale", &s.cpu_speed_scale, 1e6));
     c->stragglers.push_back(s);

@@ -52,7 +52,8 @@ enum class StorageKind { kLocal, kShared };
 
 struct StragglerConfig {
   int node = 0;
-  double gpu_step_scale = 1.0;   // step time on this node's GPUs = step x this
+  int gpu = -1;                  // one GPU (local rank) of the node; -1: all of them
+  double gpu_step_scale = 1.0;   // step time on this node's GPUs (or on `gpu`) = step x this
   double cpu_speed_scale = 1.0;  // this node's core speed = model's core speed x this
 };
 

@@ -18,17 +18,46 @@ namespace sg4 = simgrid::s4u;
 using scenarios::CollectiveAlgorithm;
 using scenarios::CollectiveFidelity;
 
+// A rank's host CPU work for one collective: cpu_s_per_bus_byte x the bytes it sends.
+class HostCpuWork {
+ public:
+  HostCpuWork(const RunConfig& config, const std::vector<NodeState*>& nodes, double cpu_s_per_bus_byte)
+      : ranks_(config.ranks), gpus_per_node_(config.gpus_per_node), nodes_(nodes), per_byte_(cpu_s_per_bus_byte) {}
+
+  bool enabled() const { return per_byte_ > 0 && ranks_ > 1; }
+
+  // Starts the work on the calling rank's node; null when there is none.
+  sg4::ExecPtr Start(int rank, CollectiveOp op, double bytes) const {
+    if (!enabled() || bytes <= 0) return nullptr;
+    const double n = ranks_;
+    const double bus_fraction = op == CollectiveOp::kAllReduce ? 2 * (n - 1) / n : (n - 1) / n;
+    return nodes_[static_cast<size_t>(rank / gpus_per_node_)]->ExecuteAsync(per_byte_ * bus_fraction * bytes);
+  }
+
+  static void Wait(const sg4::ExecPtr& work) {
+    if (work) work->wait();
+  }
+
+ private:
+  int ranks_, gpus_per_node_;
+  std::vector<NodeState*> nodes_;
+  double per_byte_;
+};
+
 class AnalyticCollectives : public Collectives {
  public:
-  AnalyticCollectives(int ranks, const models::ModelParams& model, double gradient_bytes)
+  AnalyticCollectives(int ranks, const models::ModelParams& model, double gradient_bytes, HostCpuWork cpu)
       : ranks_(ranks),
         model_(model),
         gradient_bytes_(gradient_bytes),
+        cpu_(std::move(cpu)),
         barrier_(sg4::Barrier::create(static_cast<unsigned>(ranks))) {}
 
   void Run(int rank, CollectiveOp op, double bytes) override {
     barrier_->wait();
+    const sg4::ExecPtr work = cpu_.Start(rank, op, bytes);
     sg4::this_actor::sleep_for(TimeS(op, bytes));
+    HostCpuWork::Wait(work);
   }
 
  private:
@@ -50,6 +79,7 @@ class AnalyticCollectives : public Collectives {
   int ranks_;
   const models::ModelParams& model_;
   double gradient_bytes_;
+  HostCpuWork cpu_;
   sg4::BarrierPtr barrier_;
 };
 
@@ -82,12 +112,14 @@ struct Phase {
 class FlowCollectives : public Collectives {
  public:
   FlowCollectives(const RunConfig& config, const models::ClusterTopology& topology, const Platform& platform,
-                  std::array<LinkClassLoad, 5>* link_load)
+                  HostCpuWork cpu, std::array<LinkClassLoad, 5>* link_load)
       : config_(config),
         topology_(topology),
         platform_(platform),
+        cpu_(std::move(cpu)),
         link_load_(link_load),
-        barrier_(sg4::Barrier::create(static_cast<unsigned>(config.ranks))) {
+        barrier_(sg4::Barrier::create(static_cast<unsigned>(config.ranks))),
+        ready_(sg4::Barrier::create(static_cast<unsigned>(config.ranks))) {
     for (int r = 0; r < config.ranks; ++r) received_.push_back(sg4::Semaphore::create(0));
     for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather}) {
       plans_[static_cast<size_t>(op)] = Plan(op);
@@ -101,16 +133,27 @@ class FlowCollectives : public Collectives {
   void Run(int rank, CollectiveOp op, double bytes) override {
     const auto& plan = plans_[static_cast<size_t>(op)];
     if (config_.collective_fidelity == CollectiveFidelity::kAggregated) {
-      // The last rank to arrive (every buffer is ready) runs every phase's flows for all; the others
-      // wait at the barrier, which it joins when the last phase is done. One blocking call per rank.
-      if (++arrived_ == config_.ranks) {
-        arrived_ = 0;
-        for (const Phase& phase : plan) RunPhaseFlows(phase, bytes);
+      if (!cpu_.enabled()) {
+        // The last rank to arrive (every buffer is ready) runs every phase's flows for all; the others
+        // wait at the barrier, which it joins when the last phase is done. One blocking call per rank.
+        if (++arrived_ == config_.ranks) {
+          arrived_ = 0;
+          for (const Phase& phase : plan) RunPhaseFlows(phase, bytes);
+        }
+        barrier_->wait();
+        return;
       }
+      // With host CPU work every rank starts its own once all are ready; rank 0 runs the flows.
+      ready_->wait();
+      const sg4::ExecPtr work = cpu_.Start(rank, op, bytes);
+      if (rank == 0)
+        for (const Phase& phase : plan) RunPhaseFlows(phase, bytes);
       barrier_->wait();
+      HostCpuWork::Wait(work);
       return;
     }
     barrier_->wait();  // every rank has its buffer ready
+    const sg4::ExecPtr work = cpu_.Start(rank, op, bytes);
     for (const Phase& phase : plan) {
       if (phase.flows.empty()) continue;  // e.g. one GPU per node
       if (!phase.tree) {
@@ -119,6 +162,7 @@ class FlowCollectives : public Collectives {
         RunTreeMessages(rank, bytes);
       }
     }
+    HostCpuWork::Wait(work);
   }
 
  private:
@@ -409,8 +453,10 @@ class FlowCollectives : public Collectives {
   const RunConfig& config_;
   const models::ClusterTopology& topology_;
   const Platform& platform_;
+  HostCpuWork cpu_;
   std::array<LinkClassLoad, 5>* link_load_;
   sg4::BarrierPtr barrier_;
+  sg4::BarrierPtr ready_;  // aggregated form with host CPU work: every rank has its buffer ready
   std::vector<sg4::SemaphorePtr> received_;
   std::array<std::vector<Phase>, 3> plans_;
   int arrived_ = 0;  // ranks inside the current collective (aggregated) or tree phase
@@ -420,11 +466,13 @@ class FlowCollectives : public Collectives {
 
 std::unique_ptr<Collectives> MakeCollectives(const RunConfig& config, const models::ClusterTopology& topology,
                                              const Platform& platform, const models::ModelParams& model,
+                                             const std::vector<NodeState*>& nodes,
                                              std::array<LinkClassLoad, 5>* link_load) {
+  HostCpuWork cpu(config, nodes, model.collective.cpu_s_per_bus_byte);
   if (config.algorithm == CollectiveAlgorithm::kAnalytic) {
-    return std::make_unique<AnalyticCollectives>(config.ranks, model, config.gradient_bytes);
+    return std::make_unique<AnalyticCollectives>(config.ranks, model, config.gradient_bytes, std::move(cpu));
   }
-  return std::make_unique<FlowCollectives>(config, topology, platform, link_load);
+  return std::make_unique<FlowCollectives>(config, topology, platform, std::move(cpu), link_load);
 }
 
 }  // namespace simreplay::sim

@@ -14,12 +14,16 @@
 // which is exact (docs/performance.md). Per-message form: every ring step as its own message; the
 // tree as NCCL's pipeline of chunks (at most 8 MiB), reduce and broadcast of both trees at once.
 // docs/modelling.md states the difference measured between the two.
+// Host CPU work (models::CollectiveParams::cpu_s_per_bus_byte > 0: gloo's reductions and the kernel's
+// TCP work) runs on each rank's node cores from the moment every rank is ready, alongside the
+// transfer, competing with the loaders for those cores; a rank leaves when both are done.
 #pragma once
 
 #include <memory>
 
 #include "models/cluster_topology.h"
 #include "models/model_params.h"
+#include "sim/node_state.h"
 #include "sim/platform.h"
 #include "sim/run_config.h"
 
@@ -34,10 +38,12 @@ class Collectives {
   virtual void Run(int rank, CollectiveOp op, double bytes) = 0;
 };
 
-// REQUIRES: the platform is built from `topology`; everything outlives the returned object. The
+// REQUIRES: the platform is built from `topology`; `nodes` holds one state per node; everything
+// outlives the returned object; every rank calls Run from an actor on its node's CPU host. The
 // network algorithms add the bytes of their flows to `link_load` per link class.
 std::unique_ptr<Collectives> MakeCollectives(const RunConfig& config, const models::ClusterTopology& topology,
                                              const Platform& platform, const models::ModelParams& model,
+                                             const std::vector<NodeState*>& nodes,
                                              std::array<LinkClassLoad, 5>* link_load);
 
 }  // namespace simreplay::sim

@@ -67,6 +67,16 @@ void NodeState::ReadTiered(const replay::SampleCost& cost, uint64_t cache_key, i
 void NodeState::Execute(double cpu_s) {
   if (cpu_s <= 0) return;
   sg4::this_actor::execute(cpu_s * kFlopsPerCpuSecond);
+  CountBusy(cpu_s);
+}
+
+sg4::ExecPtr NodeState::ExecuteAsync(double cpu_s) {
+  if (cpu_s <= 0) return nullptr;
+  CountBusy(cpu_s);
+  return sg4::this_actor::exec_async(cpu_s * kFlopsPerCpuSecond);
+}
+
+void NodeState::CountBusy(double cpu_s) {
   const double core_s = cpu_s / flops_per_cpu_s_scale_;
   recorder_->stats().cpu_busy_core_s += core_s;
   node_stats_.cpu_busy_core_s += core_s;

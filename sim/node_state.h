@@ -47,6 +47,9 @@ class NodeState {
 
   // CPU work of `cpu_s` recorded seconds on this node's cores (counts towards cpu_busy_core_s).
   void Execute(double cpu_s);
+  // The same work started without waiting, on the calling actor's host (which must be this node's
+  // CPU host); the caller waits on the returned execution.
+  simgrid::s4u::ExecPtr ExecuteAsync(double cpu_s);
   // One sample's read: recorded time, page cache, the local device, or shared storage.
   // `cache_key` fixes page-cache hits per sample; `epoch` decides cold or warm storage tiers.
   void ReadSample(const replay::SampleCost& cost, uint64_t cache_key, int64_t epoch = 0);
@@ -57,6 +60,7 @@ class NodeState {
   void SetStorageRoute(const LinkClassCounts& counts) { storage_route_ = counts; }
 
  private:
+  void CountBusy(double cpu_s);
   void ReadShared(double bytes);
   // storage.tiers: the serving tier's latency and per-stream transfer under its stream limit.
   void ReadTiered(const replay::SampleCost& cost, uint64_t cache_key, int64_t epoch);

@@ -10,7 +10,7 @@ struct RankContext {
   int node = 0;
   int local = 0;
   simgrid::s4u::Host* gpu = nullptr;
-  double step_scale = 1.0;  // straggler: this node's GPU step time factor
+  double step_scale = 1.0;  // straggler: this rank's GPU step time factor
 };
 
 }  // namespace simreplay::sim

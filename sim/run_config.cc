@@ -38,11 +38,14 @@ RunConfig RunConfig::Resolve(const SimInput& in) {
   }
   c.shared_storage = s.storage.kind == scenarios::StorageKind::kShared;
   c.shared_storage_latency_s = s.storage.latency_s;
-  c.node_step_scale.assign(static_cast<size_t>(c.nodes), 1.0);
+  c.rank_step_scale.assign(static_cast<size_t>(c.ranks), 1.0);
   c.node_cpu_scale.assign(static_cast<size_t>(c.nodes), 1.0);
   for (const auto& straggler : s.cluster.stragglers) {
     if (straggler.node < 0 || straggler.node >= c.nodes) continue;  // rejected by the scenario loader
-    c.node_step_scale[static_cast<size_t>(straggler.node)] = straggler.gpu_step_scale;
+    for (int g = 0; g < c.gpus_per_node; ++g) {
+      if (straggler.gpu < 0 || straggler.gpu == g)
+        c.rank_step_scale[static_cast<size_t>(straggler.node * c.gpus_per_node + g)] = straggler.gpu_step_scale;
+    }
     c.node_cpu_scale[static_cast<size_t>(straggler.node)] = straggler.cpu_speed_scale;
   }
   auto& k = c.cluster;

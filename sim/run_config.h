@@ -31,7 +31,7 @@ struct RunConfig {
   double overlap = 0;                // backward fraction of the GPU step
   bool shared_storage = false;
   double shared_storage_latency_s = 0;
-  std::vector<double> node_step_scale;  // per node: GPU step time factor (stragglers)
+  std::vector<double> rank_step_scale;  // per rank: GPU step time factor (stragglers)
   std::vector<double> node_cpu_scale;   // per node: core speed factor (stragglers)
   models::ClusterSpec cluster;          // the topology to build
 

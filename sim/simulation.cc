@@ -315,7 +315,7 @@ Result<SimRawStats> Simulation::Run() {
   for (int r = 0; r < config_.ranks; ++r) {
     const int node = r / config_.gpus_per_node;
     ranks_.push_back(RankContext{r, node, r % config_.gpus_per_node, platform_.GpuOfRank(r, config_.gpus_per_node),
-                                 config_.node_step_scale[static_cast<size_t>(node)]});
+                                 config_.rank_step_scale[static_cast<size_t>(r)]});
     stats_.ranks.back().node = node;
   }
   for (int r = 0; r < config_.ranks; ++r) {
@@ -323,7 +323,11 @@ Result<SimRawStats> Simulation::Run() {
     loaders_.push_back(
         std::make_unique<DataLoader>(rank, nodes_[static_cast<size_t>(rank.node)].get(), sampler_, in_, config_));
   }
-  if (config_.ranks > 1) collectives_ = MakeCollectives(config_, topology_, platform_, in_.model, &stats_.link_load);
+  if (config_.ranks > 1) {
+    std::vector<NodeState*> nodes;
+    for (auto& node : nodes_) nodes.push_back(node.get());
+    collectives_ = MakeCollectives(config_, topology_, platform_, in_.model, nodes, &stats_.link_load);
+  }
   first_batch_s_.assign(static_cast<size_t>(config_.ranks), -1.0);
   for (auto& node : nodes_) StartBackgroundLoad(node.get());
   for (int r = 0; r < config_.ranks; ++r) {

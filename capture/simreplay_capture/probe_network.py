@@ -17,6 +17,7 @@ import json
 import math
 import os
 import socket
+import statistics
 import sys
 import tempfile
 import time
@@ -63,12 +64,12 @@ def sizes(min_bytes: int, max_bytes: int, factor: int) -> List[int]:
     return out
 
 
-def fit_alpha_beta(points: Sequence[Tuple[int, float]]) -> Dict[str, Any]:
-    """Least squares of t = alpha + S * beta with weights 1/t^2 (relative errors: small and large
-    messages count alike). alpha is clamped at 0 (then beta refitted through the origin)."""
-    pts = [(float(s), float(t)) for s, t in points if t > 0]
-    if len(pts) < 2:
-        return {"points": len(pts), "alpha_s": None, "algbw_bytes_per_s": None, "r2": None, "mape": None}
+BANDWIDTH_BOUND_FACTOR = 10.0  # a size taking >= this x the fastest time is bandwidth-bound
+
+
+def _weighted_line(pts: Sequence[Tuple[float, float]]) -> Tuple[float, float]:
+    """Least squares of t = alpha + S * beta, weights 1/t^2; alpha clamped at 0 (beta then refitted
+    through the origin)."""
     w = [1.0 / (t * t) for _, t in pts]
     sw = sum(w)
     sx = sum(wi * s for wi, (s, _) in zip(w, pts))
@@ -78,21 +79,61 @@ def fit_alpha_beta(points: Sequence[Tuple[int, float]]) -> Dict[str, Any]:
     det = sw * sxx - sx * sx
     beta = (sw * sxy - sx * sy) / det if det > 0 else 0.0
     alpha = (sy - beta * sx) / sw
-    if alpha < 0 or beta <= 0:
-        alpha = max(0.0, alpha) if beta > 0 else sy / sw
-        if beta > 0:
-            alpha = 0.0
-            beta = sxy / sxx
+    if beta > 0 and alpha < 0:
+        alpha, beta = 0.0, sxy / sxx
+    return alpha, beta
+
+
+def fit_alpha_beta(points: Sequence[Tuple[int, float]]) -> Dict[str, Any]:
+    """t = alpha + S * beta the way nccl-tests is read: beta from the bandwidth-bound sizes (>= 10x the
+    fastest time), alpha = the median of t - beta S over the others (clamped at 0); one line through
+    every point when fewer than two sizes are bandwidth-bound. The same method as simreplay calibrate
+    (calibrate/network_fit.h): one line through every point lets the small messages' scatter set the
+    slope."""
+    pts = [(float(s), float(t)) for s, t in points if t > 0]
+    if len({s for s, _ in pts}) < 2:
+        return {"points": len(pts), "alpha_s": None, "algbw_bytes_per_s": None, "r2": None, "mape": None}
+    fastest = min(t for _, t in pts)
+    bound = [(s, t) for s, t in pts if t >= BANDWIDTH_BOUND_FACTOR * fastest]
+    rest = [(s, t) for s, t in pts if t < BANDWIDTH_BOUND_FACTOR * fastest]
+    if len({s for s, _ in bound}) >= 2:
+        alpha, beta = _weighted_line(bound)
+        if beta > 0 and rest:
+            alpha = max(0.0, statistics.median(t - beta * s for s, t in rest))
+        method = "two-regime: beta from points >= 10x the fastest, alpha = median residual of the others"
+    else:
+        alpha, beta = _weighted_line(pts)
+        method = "weighted least squares over every point, weights 1/t^2"
+    w = [1.0 / (t * t) for _, t in pts]
+    if beta <= 0:  # time does not grow with size (all latency-bound): alpha is the typical time
+        return {"points": len(pts), "alpha_s": sum(wi * t for wi, (_, t) in zip(w, pts)) / sum(w),
+                "algbw_bytes_per_s": None, "r2": None, "mape": None, "method": method}
     pred = [alpha + beta * s for s, _ in pts]
-    mean_w = sy / sw
+    mean_w = sum(wi * t for wi, (_, t) in zip(w, pts)) / sum(w)
     ss_res = sum(wi * (t - p) ** 2 for wi, (_, t), p in zip(w, pts, pred))
     ss_tot = sum(wi * (t - mean_w) ** 2 for wi, (_, t) in zip(w, pts))
-    return {"points": len(pts), "alpha_s": alpha, "beta_s_per_byte": beta,
-            "algbw_bytes_per_s": (1.0 / beta) if beta > 0 else None,
+    return {"points": len(pts), "alpha_s": alpha, "beta_s_per_byte": beta, "algbw_bytes_per_s": 1.0 / beta,
             "r2": (1 - ss_res / ss_tot) if ss_tot > 0 else 1.0,
             "mape": sum(abs(p - t) / t for (_, t), p in zip(pts, pred)) / len(pts),
-            "size_range_bytes": [int(min(s for s, _ in pts)), int(max(s for s, _ in pts))],
-            "method": "weighted least squares, weights 1/t^2"}
+            "size_range_bytes": [int(min(s for s, _ in pts)), int(max(s for s, _ in pts))], "method": method}
+
+
+def fit_cpu(results: Sequence[Dict[str, Any]], op: str, n: int) -> Optional[Dict[str, Any]]:
+    """Host CPU seconds per rank against bus bytes over the bandwidth-bound sizes: cpu = c0 + c x bus
+    bytes (calibrate's collective.cpu_s_per_bus_byte is c). None without two such sizes."""
+    rows = [r for r in results if r["op"] == op and r.get("host_cpu_s_per_rank") is not None]
+    if not rows:
+        return None
+    fastest = min(r["time_s"] for r in rows)
+    pts = [(r["bytes"] * bus_factor(op, n), r["host_cpu_s_per_rank"]) for r in rows
+           if r["time_s"] >= BANDWIDTH_BOUND_FACTOR * fastest]
+    if len({x for x, _ in pts}) < 2:
+        return None
+    k = len(pts)
+    sx, sy = sum(x for x, _ in pts), sum(y for _, y in pts)
+    sxx, sxy = sum(x * x for x, _ in pts), sum(x * y for x, y in pts)
+    slope = (k * sxy - sx * sy) / (k * sxx - sx * sx)
+    return {"cpu_s_per_bus_byte": slope, "intercept_s": (sy - slope * sx) / k, "points": k}
 
 
 # ---------------------------------------------------------------------------------------- the ops
@@ -157,10 +198,37 @@ def _max_over_ranks(dist: Any, torch: Any, device: Any, value: float) -> float:
     return float(t.item())
 
 
+def _mean_over_ranks(dist: Any, torch: Any, device: Any, value: float) -> float:
+    t = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return float(t.item()) / dist.get_world_size()
+
+
+def host_busy_s() -> float:
+    """Busy CPU seconds of this host since boot, all cores (/proc/stat: every state but idle and
+    iowait). It sees the kernel's network work (softirq, a bridge) wherever it runs, which a process's
+    own CPU time misses; 0 where /proc/stat is unreadable."""
+    from .procfs import host_sample
+    return host_sample()[2] / 1e9
+
+
+def host_key() -> str:
+    """The physical host (its kernel's boot id): ranks in separate network namespaces of one host
+    share its cores, which is what the CPU cost per rank needs to know."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return socket.gethostname()
+
+
 def measure(args: argparse.Namespace, dist: Any, torch: Any, device: Any, backend: str,
             progress: Callable[[str], None]) -> List[Dict[str, Any]]:
     rank, n = dist.get_rank(), dist.get_world_size()
     ops = _Ops(dist, torch, device, rank, n, backend)
+    hosts: List[Any] = [None] * n
+    dist.all_gather_object(hosts, host_key())
+    ranks_on_host = sum(1 for h in hosts if h == hosts[rank])
     sync = (lambda: torch.cuda.synchronize()) if device.type == "cuda" else (lambda: None)
     results = []
     for op in args.ops:
@@ -177,14 +245,20 @@ def measure(args: argparse.Namespace, dist: Any, torch: Any, device: Any, backen
             # every rank computes the same count from the same (max) warm-up time
             iters = int(min(args.max_iters, max(args.min_iters, math.ceil(args.budget_s / max(warm_s, 1e-9)))))
             dist.barrier()
+            host0, cpu0 = host_busy_s(), time.process_time()
             t = time.perf_counter()
             for _ in range(iters):
                 run()
             sync()
-            mean_s = _max_over_ranks(dist, torch, device, (time.perf_counter() - t) / iters)
+            elapsed_s, cpu_s, host_s = time.perf_counter() - t, time.process_time() - cpu0, host_busy_s() - host0
+            mean_s = _max_over_ranks(dist, torch, device, elapsed_s / iters)
             alg = size / mean_s
             results.append({"op": op, "bytes": size, "iters": iters, "time_s": mean_s,
-                            "algbw_bytes_per_s": alg, "busbw_bytes_per_s": alg * bus_factor(op, n)})
+                            "algbw_bytes_per_s": alg, "busbw_bytes_per_s": alg * bus_factor(op, n),
+                            # CPU seconds per iteration: the rank's process (all its threads), mean over
+                            # ranks; and the host's busy time (rank 0's host) shared out over its ranks
+                            "cpu_s": _mean_over_ranks(dist, torch, device, cpu_s / iters),
+                            "host_cpu_s_per_rank": host_s / iters / ranks_on_host})
             progress(f"{op:15s} {size:>11d} B  {mean_s * 1e3:10.3f} ms  algbw {alg / 1e9:8.4f} GB/s  "
                      f"busbw {alg * bus_factor(op, n) / 1e9:8.4f} GB/s  ({iters} iters)")
             del run
@@ -202,6 +276,7 @@ def fits(results: List[Dict[str, Any]], n: int, ops: Sequence[str]) -> Dict[str,
         f["bus_bytes_per_s"] = f["algbw_bytes_per_s"] * bf if f.get("algbw_bytes_per_s") else None
         f["ring_steps"] = ring_steps(op, n)
         f["alpha_per_step_s"] = f["alpha_s"] / f["ring_steps"] if f.get("alpha_s") is not None else None
+        f["cpu"] = fit_cpu(results, op, n)
         out[op] = f
     return out
 

@@ -177,6 +177,8 @@ def test_probe_network_two_local_ranks(tmp_path):
         assert r["busbw_bytes_per_s"] == pytest.approx(r["algbw_bytes_per_s"] * factor)
     for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "sendrecv"):
         assert doc["fit"][op]["points"] == 3 and doc["fit"][op]["alpha_s"] >= 0
+    for r in doc["results"]:  # CPU readings: the ranks' processes and the host's busy time per rank
+        assert r["cpu_s"] > 0 and r["host_cpu_s_per_rank"] >= 0
     assert doc["implementation"]["reduce_scatter"] == "ring over send/recv"
 
 
@@ -216,6 +218,22 @@ def test_fit_alpha_beta_exact_line():
     assert f["alpha_s"] == pytest.approx(1e-4, rel=1e-6)
     assert f["algbw_bytes_per_s"] == pytest.approx(1e8, rel=1e-6)
     assert f["r2"] == pytest.approx(1.0) and f["mape"] < 1e-9
+
+
+def test_fit_alpha_beta_takes_the_bandwidth_from_bandwidth_bound_sizes():
+    # A real probe over a 1 Gbit/s link (the C++ test NetworkFit.SmallMessageScatterDoesNotSetTheBandwidth
+    # holds the same points): the small sizes' 1.5-3.3 ms scatter must not set the slope.
+    from simreplay_capture.probe_network import fit_alpha_beta, fit_cpu
+    pts = [(1024, 1.5138e-3), (4096, 1.8502e-3), (16384, 2.0424e-3), (65536, 3.3388e-3), (262144, 1.5329e-3),
+           (1048576, 8.5261e-3), (4194304, 35.093e-3), (16777216, 140.05e-3), (67108864, 561.49e-3)]
+    f = fit_alpha_beta(pts)
+    assert f["algbw_bytes_per_s"] == pytest.approx(119.5e6, rel=0.005)
+    assert 0.5e-3 < f["alpha_s"] < 3e-3 and f["method"].startswith("two-regime")
+    # host CPU = 1 ms + 2 ns per bus byte (n = 2: bus bytes = S) on the bandwidth-bound sizes
+    rows = [{"op": "all_reduce", "bytes": s, "time_s": t, "host_cpu_s_per_rank": 1e-3 + 2e-9 * s} for s, t in pts]
+    c = fit_cpu(rows, "all_reduce", 2)
+    assert c["cpu_s_per_bus_byte"] == pytest.approx(2e-9) and c["intercept_s"] == pytest.approx(1e-3)
+    assert fit_cpu(rows[:5], "all_reduce", 2) is None  # no bandwidth-bound sizes
 
 
 def _rank_program():

@@ -39,6 +39,49 @@ TEST(NetworkFit, FitAlphaBetaRecoversAnExactLine) {
   EXPECT_NEAR(f->mape, 0.0, 1e-9);
 }
 
+TEST(NetworkFit, SmallMessageScatterDoesNotSetTheBandwidth) {
+  // The all-reduce probe measured between two namespaces over a 1 Gbit/s link (2026-12-01): 1.5-3.3 ms
+  // of scheduling noise below 256 KiB, then 119.5 MB/s. One weighted line through every point put
+  // algbw at 177.6 MB/s, above the link; the bandwidth-bound points (>= 10x the fastest) give the link.
+  const std::vector<std::pair<double, double>> probe = {
+      {1024, 1.5138e-3},    {4096, 1.8502e-3},    {16384, 2.0424e-3},   {65536, 3.3388e-3},     {262144, 1.5329e-3},
+      {1048576, 8.5261e-3}, {4194304, 35.093e-3}, {16777216, 140.05e-3}, {67108864, 561.49e-3}};
+  auto f = FitAlphaBeta(probe);
+  ASSERT_TRUE(f.ok());
+  EXPECT_NEAR(f->algbw_bytes_per_s, 119.5e6, 0.5e6);
+  EXPECT_GT(f->alpha_s, 0.5e-3);
+  EXPECT_LT(f->alpha_s, 3e-3);
+  EXPECT_NE(f->method.find("two-regime"), std::string::npos);
+}
+
+TEST(NetworkFit, ProbeCpuReadingsSetTheCollectivesHostCpuWork) {
+  // Host CPU per rank = 1 ms + 2 ns per bus byte; at 2 ranks the bus bytes are S. Points of the
+  // latency regime (below 10x the fastest time) stay out of the slope.
+  nlohmann::json doc = ProbeDoc(2);
+  for (auto& r : doc["results"]) r["host_cpu_s_per_rank"] = 1e-3 + 2e-9 * r["bytes"].get<double>();
+  doc["results"][0]["host_cpu_s_per_rank"] = 0.5;  // a latency-bound point far off the line
+  auto probe = LoadNetworkProbe(Write("pcpu.json", doc.dump()));
+  ASSERT_TRUE(probe.ok()) << probe.status().message();
+  NetworkFitResult fit = FitNetwork(&*probe, nullptr, models::CollectiveParams{});
+  EXPECT_NEAR(fit.collective.cpu_s_per_bus_byte, 2e-9, 1e-13);
+  EXPECT_FALSE(fit.info.at("collective.cpu_s_per_bus_byte").assumed);
+  EXPECT_NEAR(fit.fit_quality["probe"]["cpu"]["intercept_s"].get<double>(), 1e-3, 1e-6);
+  // At 4 ranks the bus bytes are 1.5 S: the same readings mean 2/1.5 ns per bus byte.
+  doc["world_size"] = 4;
+  probe = LoadNetworkProbe(Write("pcpu4.json", doc.dump()));
+  ASSERT_TRUE(probe.ok());
+  EXPECT_NEAR(FitNetwork(&*probe, nullptr, {}).collective.cpu_s_per_bus_byte, 2e-9 / 1.5, 1e-13);
+  // Without CPU readings (an older probe) the term stays 0 and a warning says so.
+  probe = LoadNetworkProbe(Write("pnocpu.json", ProbeDoc(2).dump()));
+  fit = FitNetwork(&*probe, nullptr, {});
+  EXPECT_EQ(fit.collective.cpu_s_per_bus_byte, 0);
+  ASSERT_FALSE(fit.warnings.empty());
+  EXPECT_NE(fit.warnings.back().find("no CPU readings"), std::string::npos);
+  // A negative reading is a FILE error, like every other field.
+  doc["results"][2]["host_cpu_s_per_rank"] = -1;
+  EXPECT_FALSE(LoadNetworkProbe(Write("pcpubad.json", doc.dump())).ok());
+}
+
 TEST(NetworkFit, FitAlphaBetaNeedsTwoSizes) { EXPECT_FALSE(FitAlphaBeta({{1024, 1e-3}, {1024, 2e-3}}).ok()); }
 
 TEST(NetworkFit, ProbeSetsRingParametersThatReproduceTheFitAtItsWorldSize) {

@@ -6,6 +6,7 @@
 // inside a node NVLink up + NVLink down: 4 us.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "models/collective_model.h"
@@ -166,7 +167,7 @@ TEST(Cluster, StragglerSetsEveryonesPace) {
   SimInput in = Cluster(&costs, 2, 1, 0.1, 3);
   in.scenario.collective.algorithm = scenarios::CollectiveAlgorithm::kAnalytic;
   in.model.collective.gradient_bytes = 0;
-  in.scenario.cluster.stragglers = {{1, 1.5, 1.0}};
+  in.scenario.cluster.stragglers = {{1, -1, 1.5, 1.0}};
   nlohmann::json metrics;
   auto r = Simulate(in, &metrics);
   EXPECT_NEAR(r["makespan_s"].get<double>(), 3 * 0.15, kTol);
@@ -174,6 +175,50 @@ TEST(Cluster, StragglerSetsEveryonesPace) {
   EXPECT_NEAR(r["rank_collective_s"][1].get<double>(), 0.0, kTol);
   // GPU busy (0.3 + 0.45) / (2 x 0.45) = 83% < 90%; rank 1 computes 1.5x as long: the verdict.
   EXPECT_EQ(metrics["bottleneck"]["stage"], "straggler") << metrics["bottleneck"]["evidence"];
+}
+
+TEST(Cluster, OneSlowGpuOfANodeSetsItsPeersPace) {
+  // 1 node x 2 GPUs, 0.1 s steps, GPU 1 alone 1.5x slower: rank 0 waits 0.05 s per step for it.
+  auto costs = FreeCosts(64);
+  SimInput in = Cluster(&costs, 1, 2, 0.1, 3);
+  in.scenario.collective.algorithm = scenarios::CollectiveAlgorithm::kAnalytic;
+  in.model.collective.gradient_bytes = 0;
+  in.scenario.cluster.stragglers = {{0, 1, 1.5, 1.0}};
+  auto r = Simulate(in);
+  EXPECT_NEAR(r["makespan_s"].get<double>(), 3 * 0.15, kTol);
+  EXPECT_NEAR(r["rank_collective_s"][0].get<double>(), 3 * 0.05, kTol);
+  EXPECT_NEAR(r["rank_collective_s"][1].get<double>(), 0.0, kTol);
+}
+
+TEST(Cluster, CollectiveHostCpuWorkSharesTheNodesCores) {
+  using Fidelity = scenarios::CollectiveFidelity;
+  // 1 node x 2 GPUs, one all-reduce of S = 1e8 B. Each rank's CPU work is c x its bus bytes (1 x S);
+  // the two ranks share the node's cores, so it takes c S x 2 / cores, alongside the transfer:
+  // analytic 2(n-1)/n x S / 1e9 B/s = 0.1 s; the ring over NVLink-class links (300 GB/s, 4 us) 0.33 ms.
+  // E.g. c = 1.5e-9 s/B on one core: 0.3 s; on two 0.15 s; c = 0.5e-9 on two: 0.05 s < the transfer.
+  auto costs = FreeCosts(64);
+  for (auto [cores, per_byte] : {std::pair{1, 1.5e-9}, std::pair{2, 1.5e-9}, std::pair{2, 0.5e-9}}) {
+    for (auto [algorithm, fidelity] : {std::pair{scenarios::CollectiveAlgorithm::kAnalytic, Fidelity::kAggregated},
+                                       std::pair{scenarios::CollectiveAlgorithm::kRing, Fidelity::kAggregated},
+                                       std::pair{scenarios::CollectiveAlgorithm::kRing, Fidelity::kPerMessage}}) {
+      SimInput in = Cluster(&costs, 1, 2, 0.0, 1);
+      in.cpu_cores = cores;
+      in.scenario.collective.algorithm = algorithm;
+      in.scenario.collective.fidelity = fidelity;
+      in.scenario.collective.gradient_bytes = 1e8;
+      in.model.collective.alpha_s = 0;
+      in.model.collective.bus_bytes_per_s = 1e9;
+      in.model.collective.cpu_s_per_bus_byte = per_byte;
+      const bool ring = algorithm == scenarios::CollectiveAlgorithm::kRing;
+      const double transfer_s = ring ? models::RingAllReduceS(2, 1e8, kIntra, kIntraLatency) : 0.1;
+      const double want = std::max(transfer_s, per_byte * 1e8 * 2 / cores);
+      SCOPED_TRACE(testing::Message() << cores << " cores, " << per_byte << " s/B, ring " << ring << ", per message "
+                                      << (fidelity == Fidelity::kPerMessage));
+      auto r = Simulate(in);
+      for (double c : r["rank_collective_s"]) EXPECT_NEAR(c, want, kTol);
+      EXPECT_NEAR(r["cpu_busy_core_s"].get<double>(), 2 * per_byte * 1e8, kTol);
+    }
+  }
 }
 
 TEST(Cluster, SharedStorageCapsAllNodesTogether) {
