@@ -18,16 +18,27 @@ Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
   models::ModelParams& model = d->model;
   std::vector<std::string>& warnings = d->warnings;
   nlohmann::json gpu_q = nlohmann::json::object();
-  std::map<int, std::vector<double>> by_batch_size;  // compute per micro-batch
+  std::map<int, std::vector<double>> by_batch_size;  // accelerator part of compute per micro-batch
+  std::vector<double> host_cpu;                      // emulated steps: the loop thread's CPU per micro-batch
   std::string accel = "emulated";
   for (const auto& t : traces) {
     const int bs = ManifestInt(t.manifest, "loader", "batch_size", 0);
+    const bool cuda = t.manifest.value("accelerator", "") == "cuda";
     // One step record per micro-batch (the capture's bench) or per optimizer step.
     const bool per_micro = t.steps.size() >= t.batches.size() * 9 / 10;
     for (const auto& s : t.steps) {
-      by_batch_size[bs].push_back(s.compute_ns * kNs / (per_micro ? 1.0 : static_cast<double>(s.micro_batches)));
+      const double micro = per_micro ? 1.0 : static_cast<double>(s.micro_batches);
+      double accel_ns = static_cast<double>(s.compute_ns);
+      // An emulated step is the loop's CPU work and a sleep, one after the other: the sleep (marked,
+      // or compute minus the CPU time) is the accelerator, the CPU work runs on the node's cores.
+      if (!cuda && s.cpu_ns >= 0) {
+        accel_ns = s.accel_ns >= 0 ? static_cast<double>(s.accel_ns)
+                                   : std::max(0.0, static_cast<double>(s.compute_ns - s.cpu_ns));
+        host_cpu.push_back(static_cast<double>(s.cpu_ns) * kNs / micro);
+      }
+      by_batch_size[bs].push_back(accel_ns * kNs / micro);
     }
-    if (!t.steps.empty() && t.manifest.value("accelerator", "") == "cuda") accel = "cuda";
+    if (!t.steps.empty() && cuda) accel = "cuda";
   }
   const int primary_bs = ManifestInt(primary.manifest, "loader", "batch_size", 0);
   const std::vector<double>* v = by_batch_size.count(primary_bs) ? &by_batch_size[primary_bs] : nullptr;
@@ -91,6 +102,16 @@ Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
                       model.gpu.measured_batch_size));
     }
     if (accel != "cuda") warnings.push_back("gpu.step_time_s comes from an emulated step (no GPU in the captured run)");
+    if (accel != "cuda" && !host_cpu.empty()) {
+      double sum = 0;
+      for (double x : host_cpu) sum += x;
+      model.gpu.step_host_cpu_s = sum / static_cast<double>(host_cpu.size());
+      SetProvenance(&model, "gpu.step_host_cpu_s", false,
+                    "mean cpu_ns of the step records (the loop thread's CPU time per micro-batch)");
+      SetProvenance(&model, "gpu.step_time_s", false,
+                    "mean accelerator part of the emulated step per micro-batch (accel_ns, else compute_ns - cpu_ns)");
+      gpu_q["host_cpu"] = {{"samples", host_cpu.size()}, {"mean_s", model.gpu.step_host_cpu_s}};
+    }
   } else {
     SetProvenance(&model, "gpu.step_time_s", true, "default: no step records");
     warnings.push_back("no step records: gpu.step_time_s is the default (assumed)");

@@ -62,6 +62,7 @@ const std::vector<NumericParam>& NumericParams() {
       {"gpu", "step_cv", [](ModelParams& m) -> double& { return m.gpu.step_cv; }, false},
       {"gpu", "step_intercept_s", [](ModelParams& m) -> double& { return m.gpu.step_intercept_s; }, false},
       {"gpu", "step_per_sample_s", [](ModelParams& m) -> double& { return m.gpu.step_per_sample_s; }, false},
+      {"gpu", "step_host_cpu_s", [](ModelParams& m) -> double& { return m.gpu.step_host_cpu_s; }, false},
       {"collective", "time_per_step_s", [](ModelParams& m) -> double& { return m.collective.time_per_step_s; }, false},
       {"collective", "alpha_s", [](ModelParams& m) -> double& { return m.collective.alpha_s; }, false},
       {"collective", "bus_bytes_per_s", [](ModelParams& m) -> double& { return m.collective.bus_bytes_per_s; }, true},

@@ -72,6 +72,10 @@ struct GpuParams {
   double step_intercept_s = 0;
   double step_per_sample_s = 0;
   std::string accelerator = "emulated";  // "cuda" when measured on a real GPU
+  // Host CPU seconds of the training loop's thread per micro-batch, run on the node's cores before the
+  // accelerator part (step_time_s) and slowed by what else runs there. Set from an emulated step only
+  // (there the loop's CPU work is serial with the step; on a GPU the launches overlap the device).
+  double step_host_cpu_s = 0;
 };
 
 struct CollectiveParams {

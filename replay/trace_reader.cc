@@ -66,6 +66,8 @@ Status ParseStep(const JsonFields& f, StepRecord* r) {
   SIMREPLAY_RETURN_IF_ERROR(f.GetInt("step_ns", &r->step_ns));
   SIMREPLAY_RETURN_IF_ERROR(f.GetInt("micro_batches", &r->micro_batches));
   if (r->micro_batches < 1) return f.Error("field 'micro_batches' must be >= 1");
+  SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalInt("cpu_ns", &r->cpu_ns));
+  SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalInt("accel_ns", &r->accel_ns));
   return Status::Ok();
 }
 

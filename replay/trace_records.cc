@@ -29,7 +29,7 @@ struct ToJsonVisitor {
     return j;
   }
   nlohmann::json operator()(const StepRecord& r) const {
-    return {{"type", "step"},
+    nlohmann::json j = {{"type", "step"},
             {"rank", r.rank},
             {"step", r.step},
             {"t_start_ns", r.t_start_ns},
@@ -37,6 +37,9 @@ struct ToJsonVisitor {
             {"comm_ns", r.comm_ns},
             {"step_ns", r.step_ns},
             {"micro_batches", r.micro_batches}};
+    if (r.cpu_ns >= 0) j["cpu_ns"] = r.cpu_ns;
+    if (r.accel_ns >= 0) j["accel_ns"] = r.accel_ns;
+    return j;
   }
   nlohmann::json operator()(const WorkerRecord& r) const {
     return {{"type", "worker"},

@@ -61,6 +61,10 @@ struct StepRecord {
   int64_t comm_ns = 0;
   int64_t step_ns = 0;
   int64_t micro_batches = 1;
+  // Optional (-1: not recorded): CPU time of the training loop's thread during the step, and the
+  // accelerator part of compute_ns when the loop marked it (the bench's emulated step: its sleep).
+  int64_t cpu_ns = -1;
+  int64_t accel_ns = -1;
 };
 
 struct WorkerRecord {

@@ -187,6 +187,16 @@ void Simulation::FinishBackward(const RankContext& rank, double backward_end_s, 
 // the last micro-batch of an optimizer step. The copy and the compute before any collective are one
 // sleep: nothing can happen to this rank in between.
 void Simulation::Step(const RankContext& rank, Rng* rng, bool sync, double h2d_s) {
+  if (!in_.pipeline_only && in_.model.gpu.step_host_cpu_s > 0) {
+    // The loop thread's own CPU work of the step (model.gpu.step_host_cpu_s), on the node's cores. It
+    // is part of the step, busy time like the accelerator's, as the measured step counts it.
+    const double t0 = sg4::Engine::get_clock();
+    nodes_[static_cast<size_t>(rank.node)]->Execute(in_.model.gpu.step_host_cpu_s);
+    const double spent_s = sg4::Engine::get_clock() - t0;
+    stats_.gpu_busy_s += spent_s;
+    stats_.ranks[static_cast<size_t>(rank.rank)].gpu_busy_s += spent_s;
+    recorder_.Span(rank.rank, kTrackGpu, "step host CPU", t0);
+  }
   const double copy_start_s = sg4::Engine::get_clock();
   stats_.h2d_s += h2d_s;
   if (h2d_s > 0 && recorder_.timeline() && recorder_.Reserve(1)) {

@@ -265,6 +265,8 @@ class _Step:
         comm = exposed_length(spans, dc._compute, t0, t1)
         self.inner.comm_ns = comm
         self.inner.extra = dict(self.inner.extra or {}, comm_total_ns=union_length(spans, t0, t1), collectives=n)
+        if dc._compute:  # the loop marked its accelerator work (compute()): the rest of compute_ns is host work
+            self.inner.extra["accel_ns"] = sum(e - s for s, e in dc._compute)
         dc._step = -1
         out = self.inner.__exit__(*exc)  # wall-timed (no CUDA): compute_ns = step_ns - comm_ns
         dc._flush()

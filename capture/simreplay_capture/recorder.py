@@ -64,7 +64,7 @@ def _loader_config(loader: Any) -> Dict[str, Any]:
 
 
 class _StepCtx:
-    __slots__ = ("rec", "micro_batches", "comm_ns", "extra", "t0", "ev0", "ev1")
+    __slots__ = ("rec", "micro_batches", "comm_ns", "extra", "t0", "cpu0", "ev0", "ev1")
 
     def __init__(self, rec: "Recorder", micro_batches: int, comm_ns: int, extra: Dict[str, Any]):
         self.rec = rec
@@ -82,10 +82,12 @@ class _StepCtx:
             self.ev1 = torch.cuda.Event(enable_timing=True)
             self.ev0.record()
         self.t0 = _perf()
+        self.cpu0 = time.thread_time_ns()
         return self
 
     def __exit__(self, *exc: Any) -> bool:
         t1 = _perf()
+        cpu_ns = time.thread_time_ns() - self.cpu0
         rec = self.rec
         if self.ev1 is not None:
             self.ev1.record()
@@ -93,7 +95,9 @@ class _StepCtx:
         rec._step_no += 1
         r = {"type": "step", "rank": rec.rank, "step": n, "t_start_ns": self.t0 - rec.t0,
              "compute_ns": max(0, t1 - self.t0 - int(self.comm_ns)), "comm_ns": int(self.comm_ns), "step_ns": t1 - self.t0,
-             "micro_batches": int(self.micro_batches)}
+             "micro_batches": int(self.micro_batches),
+             # the loop thread's CPU time in the step (gloo's and the workers' threads are not in it)
+             "cpu_ns": cpu_ns}
         if self.extra:
             r.update(self.extra)
         if self.ev0 is not None:

@@ -81,6 +81,30 @@ TEST(FitGpu, MeanCvAndDistributionOfTheStepTimes) {
   EXPECT_EQ(d.model.gpu.accelerator, "emulated");
 }
 
+TEST(FitGpu, EmulatedStepSplitsIntoHostCpuAndAccelerator) {
+  CalibrationInput in;
+  TraceData t = Trace(false);
+  t.batches = {Batch(0, 0), Batch(0, 0)};
+  // 70 ms steps: 16 and 20 ms of the loop thread's CPU; the first marks its 50 ms accelerator part,
+  // the second does not (accelerator = compute - CPU = 50 ms too).
+  t.steps = {Step(70'000'000), Step(70'000'000)};
+  t.steps[0].cpu_ns = 16'000'000;
+  t.steps[0].accel_ns = 50'000'000;
+  t.steps[1].cpu_ns = 20'000'000;
+  in.traces = {t};
+  CalibrationDraft d;
+  ASSERT_TRUE(FitGpu(in, &d).ok());
+  EXPECT_NEAR(d.model.gpu.step_time_s, 0.050, 1e-12);
+  EXPECT_NEAR(d.model.gpu.step_host_cpu_s, 0.018, 1e-12);
+  EXPECT_FALSE(d.model.info.at("gpu.step_host_cpu_s").assumed);
+  // On a real GPU the launches overlap the device: compute_ns stays the step, no host part.
+  in.traces[0].manifest["accelerator"] = "cuda";
+  CalibrationDraft cuda;
+  ASSERT_TRUE(FitGpu(in, &cuda).ok());
+  EXPECT_NEAR(cuda.model.gpu.step_time_s, 0.070, 1e-12);
+  EXPECT_EQ(cuda.model.gpu.step_host_cpu_s, 0);
+}
+
 TEST(FitCollectives, MeanCommTimeOnlyForMultiRankTraces) {
   CalibrationInput in;
   TraceData t = Trace(false, /*world_size=*/4);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "replay/sample_costs.h"
+#include "replay/trace_records.h"
 #include "replay/trace_writer.h"
 
 namespace simreplay::replay {
@@ -55,6 +56,29 @@ TEST(TraceReader, ReadsSampleFields) {
   EXPECT_EQ(s.decode_ns, 200);
   EXPECT_EQ(s.format, "jpeg");
   EXPECT_FALSE(s.unsplit);
+}
+
+TEST(TraceReader, StepCpuAndAcceleratorPartsAreOptionalAndRoundTrip) {
+  const std::string with = R"({"type":"step","rank":0,"step":2,"t_start_ns":5,"compute_ns":70,"comm_ns":3,)"
+                           R"("step_ns":73,"micro_batches":1,"cpu_ns":16,"accel_ns":50})";
+  const std::string without = R"({"type":"step","rank":0,"step":3,"t_start_ns":5,"compute_ns":70,"comm_ns":3,)"
+                              R"("step_ns":73,"micro_batches":1})";
+  auto reader = TraceReader::Open(WriteText("steps.jsonl", std::string(kHeader) + "\n" + with + "\n" + without + "\n"));
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  TraceRecord record;
+  ASSERT_TRUE(*(*reader)->Next(&record));
+  const auto first = std::get<StepRecord>(record);
+  EXPECT_EQ(first.cpu_ns, 16);
+  EXPECT_EQ(first.accel_ns, 50);
+  EXPECT_EQ(ToJson(record)["cpu_ns"], 16);
+  ASSERT_TRUE(*(*reader)->Next(&record));
+  EXPECT_EQ(std::get<StepRecord>(record).cpu_ns, -1);
+  EXPECT_FALSE(ToJson(record).contains("cpu_ns"));
+  std::string negative = with;
+  negative.replace(negative.find("\"cpu_ns\":16"), 11, "\"cpu_ns\":-1");
+  int n = 0;
+  std::string err = ReadAll(WriteText("stepneg.jsonl", std::string(kHeader) + "\n" + negative + "\n"), &n);
+  EXPECT_NE(err.find("stepneg.jsonl:2: field 'cpu_ns' must be >= 0"), std::string::npos) << err;
 }
 
 TEST(TraceReader, RejectsWrongSchemaVersion) {

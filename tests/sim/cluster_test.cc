@@ -221,6 +221,24 @@ TEST(Cluster, CollectiveHostCpuWorkSharesTheNodesCores) {
   }
 }
 
+TEST(Cluster, StepHostCpuWorkWaitsForTheCores) {
+  // 1 node x 2 GPUs on one core, 3 steps of 0.1 s accelerator + 0.05 s of the loop thread's CPU: the
+  // two ranks' CPU parts share the core (0.1 s each), so a step takes 0.2 s; with 2 cores 0.15 s.
+  // The CPU part counts as step (busy) time, as the measured emulated step counts it.
+  auto costs = FreeCosts(64);
+  for (auto [cores, step_s] : {std::pair{1, 0.2}, std::pair{2, 0.15}}) {
+    SimInput in = Cluster(&costs, 1, 2, 0.1, 3);
+    in.cpu_cores = cores;
+    in.scenario.collective.algorithm = scenarios::CollectiveAlgorithm::kAnalytic;
+    in.model.collective.gradient_bytes = 0;
+    in.model.gpu.step_host_cpu_s = 0.05;
+    nlohmann::json metrics;
+    auto r = Simulate(in, &metrics);
+    EXPECT_NEAR(r["makespan_s"].get<double>(), 3 * step_s, kTol) << cores << " cores";
+    for (double busy : r["rank_gpu_busy_s"]) EXPECT_NEAR(busy, 3 * step_s, kTol);
+  }
+}
+
 TEST(Cluster, SharedStorageCapsAllNodesTogether) {
   // 4 nodes x 1 GPU read 10 samples of 1 MB each (inline, batch 1) from shared storage capped at
   // 100 MB/s in aggregate: the 4 concurrent reads get 25 MB/s each, 40 ms per sample, plus the 5 us

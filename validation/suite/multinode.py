@@ -12,7 +12,9 @@
    `calibration.from` (`alternate` for `from` itself) with `--network-probe` of the predicted case's
    link rate. The predicted case's own facts are inputs: its rank count (hardware.gpus; the namespaces
    share the host's cores, so hardware.cpu_cores stays the host's), its gradient size (the GradModel's
-   parameter bytes, exactly computable) and, for a straggler case, the slow rank's extra compute (that
+   parameter bytes, exactly computable; the step's host CPU work, gpu.step_host_cpu_s, is scaled by the
+   same ratio: GradModel's forward/backward, DDP's bucket copies and SGD are O(parameters)) and, for a
+   straggler case, the slow rank's extra compute (that
    rank's step scaled to gpu.step_time_s + extra, cluster.stragglers[].gpu: the others wait for it).
 4. Prediction: `simreplay simulate` of 300 steps (steady state; the real runs exclude warm-up steps).
 5. Comparison of medians (95% bootstrap intervals of the measured median): throughput, step time,
@@ -119,8 +121,15 @@ def predict(binary: str, spec: Dict[str, Any], cfg: Dict[str, Any], model_path: 
     os.makedirs(out, exist_ok=True)
     model = json.load(open(model_path))
     # the predicted case's own facts (inputs of the experiment, see the module docstring)
+    calibrated = model["collective"]["gradient_bytes"]
+    calibrated = calibrated["value"] if isinstance(calibrated, dict) else calibrated
     model["collective"]["gradient_bytes"] = {"value": grad_bytes(cfg["grad_mb"]), "assumed": False,
                                              "source": "GradModel parameter bytes of the predicted case"}
+    host = model["gpu"].get("step_host_cpu_s")
+    if isinstance(host, dict) and host["value"] > 0 and calibrated > 0:
+        # the step's CPU work (GradModel forward/backward, DDP's bucket copies, SGD) is O(parameters)
+        host["value"] *= grad_bytes(cfg["grad_mb"]) / calibrated
+        host["source"] += "; x the predicted case's parameter bytes / the calibration case's"
     trace = model.get("trace")
     if trace and not os.path.isabs(trace):
         model["trace"] = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(model_path)), trace))
