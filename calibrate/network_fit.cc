@@ -266,7 +266,7 @@ Result<TraceCollectives> ReadTraceCollectives(const std::vector<std::string>& tr
 namespace {
 
 // Sets collective.cpu_s_per_bus_byte from the probe's CPU readings of the all-reduce, when it has them.
-void FitCpu(const NetworkProbe& probe, const std::string& source, NetworkFitResult* r) {
+void SetCollectiveCpu(const NetworkProbe& probe, const std::string& source, NetworkFitResult* r) {
   auto cpu = probe.cpu_points.find("all_reduce");
   if (cpu == probe.cpu_points.end()) {
     r->warnings.push_back("network probe " + probe.path +
@@ -325,7 +325,7 @@ NetworkFitResult FitNetwork(const NetworkProbe* probe, const TraceCollectives* t
       fitted = true;
       if (f->mape > 0.25)
         r.warnings.push_back("network probe all_reduce fit is poor (MAPE " + std::to_string(f->mape) + ")");
-      FitCpu(*probe, src, &r);
+      SetCollectiveCpu(*probe, src, &r);
     }
   }
   if (traces != nullptr && traces->steps_with_collectives > 0) {
