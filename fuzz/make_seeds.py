@@ -79,11 +79,14 @@ def trace_seeds():
         small_header + '\n{"type":"batch","rank":0,"epoch":0,"batch":0,"worker":0,"size":8,"collate_ns":5,'
         '"t_ready_ns":9,"wait_ns":1,"pin_ns":2,"h2d_ns":3,"h2d_bytes":4,"t_next_start_ns":12,"bytes":7}\n'
         '{"type":"step","rank":0,"step":0,"t_start_ns":0,"compute_ns":1,"comm_ns":0,"step_ns":5,"micro_batches":1}\n',
+        small_header + '\n{"type":"step","rank":0,"step":0,"t_start_ns":0,"compute_ns":70,"comm_ns":3,"step_ns":73,'
+        '"micro_batches":1,"cpu_ns":16,"accel_ns":50}\n',
     ]
     tokens = set(JSON_TOKENS)
     for line in [header] + body:
         keys_of(json.loads(line), tokens)
-    tokens |= {'"simreplay.trace/1"', '"unsplit"', '"split"', '"footer"', '"event"', '"t_next_start_ns"', '"bytes"'}
+    tokens |= {'"simreplay.trace/1"', '"unsplit"', '"split"', '"footer"', '"event"', '"t_next_start_ns"', '"bytes"',
+               '"cpu_ns"', '"accel_ns"'}
     for s in seeds:
         write_seed("trace_plain", s)
         # gzip target: mode byte 0 (compress here), cut 0xffff (whole) / 0x8000 (half), raw gzip (mode 1)
@@ -226,6 +229,12 @@ def network_probe_seeds():
     keys_of(doc, tokens)
     tokens |= {'"simreplay.probe-network/1"', '"reduce_scatter"', '"sendrecv"', '"nccl"'}
     write_seed("network_probe", json.dumps(doc))
+    # with CPU readings over bandwidth-bound sizes (the collective's host CPU fit)
+    cpu_doc = dict(doc, results=[{"op": "all_reduce", "bytes": b, "iters": 4, "time_s": 1e-3 + b * 8e-9,
+                                  "cpu_s": 5e-4 + b * 1e-9, "host_cpu_s_per_rank": 6e-4 + b * 2e-9}
+                                 for b in (1024, 1 << 16, 1 << 20, 1 << 24)])
+    keys_of(cpu_doc, tokens)
+    write_seed("network_probe", json.dumps(cpu_doc))
     doc["results"] = doc["results"][:2]
     del doc["ranks"]
     write_seed("network_probe", json.dumps(doc, indent=1))

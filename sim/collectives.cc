@@ -7,6 +7,8 @@
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "common/check.h"
 

@@ -14,8 +14,8 @@
    share the host's cores, so hardware.cpu_cores stays the host's), its gradient size (the GradModel's
    parameter bytes, exactly computable; the step's host CPU work, gpu.step_host_cpu_s, is scaled by the
    same ratio: GradModel's forward/backward, DDP's bucket copies and SGD are O(parameters)) and, for a
-   straggler case, the slow rank's extra compute (that
-   rank's step scaled to gpu.step_time_s + extra, cluster.stragglers[].gpu: the others wait for it).
+   straggler case, the slow rank's extra compute (that rank's step scaled to gpu.step_time_s + extra,
+   cluster.stragglers[].gpu: the others wait for it).
 4. Prediction: `simreplay simulate` of 300 steps (steady state; the real runs exclude warm-up steps).
 5. Comparison of medians (95% bootstrap intervals of the measured median): throughput, step time,
    GPU idle, exposed collective time per step. Gates: median |throughput error| <= 10% and every
