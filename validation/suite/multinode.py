@@ -169,7 +169,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--data", default=os.environ.get("SIMREPLAY_VALIDATION_DATA",
                                                      os.path.join(REPO, "build", "validation-data")))
     ap.add_argument("--bin", default=os.environ.get("SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay")))
-    ap.add_argument("--reps", type=int, default=0)
+    ap.add_argument("--reps", type=int, default=int(os.environ.get("SIMREPLAY_MULTINODE_REPS", "0") or 0),
+                    help="repetitions per case (default $SIMREPLAY_MULTINODE_REPS, else the spec's)")
     ap.add_argument("--ingest", action="store_true", help="re-analyse the runs already in --out")
     args = ap.parse_args(argv)
     args.bin = os.path.abspath(args.bin)
@@ -179,10 +180,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     spec = json.load(open(args.spec))
     reps = args.reps or spec["repetitions"]
     t_start = time.monotonic()
-    if not os.path.exists(os.path.join(args.data, "dataset.json")):
+    # the single-node suite's dataset (validation/suite/run.sh), stamped the same way: one made with
+    # other parameters is rebuilt, never silently reused
+    dataset_args = ["--images", "320", "--videos", "8", "--frames", "8", "--formats", "files,tar", "--seed", "0"]
+    stamp_path, stamp = os.path.join(args.data, ".simreplay-dataset-args"), " ".join(["make-dataset"] + dataset_args)
+    stamped = os.path.exists(stamp_path) and open(stamp_path).read().strip() == stamp
+    if not os.path.exists(os.path.join(args.data, "dataset.json")) or not stamped:
+        shutil.rmtree(args.data, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "simreplay_capture.bench", "make-dataset", "--out", args.data,
-                        "--images", "320", "--videos", "8", "--frames", "8", "--formats", "files,tar", "--seed", "0"],
-                       env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture")), check=True)
+                        *dataset_args], env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture")), check=True)
+        with open(stamp_path, "w") as f:
+            f.write(stamp + "\n")
     spec["dataset_samples"] = json.load(open(os.path.join(args.data, "dataset.json")))["files"]
     out = os.path.abspath(args.out)
     index_path = os.path.join(out, "runs.json")
