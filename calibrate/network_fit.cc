@@ -64,6 +64,16 @@ void WeightedLine(const std::vector<std::pair<double, double>>& pts, double* alp
   }
 }
 
+// The sizes of the bandwidth-bound points: those taking >= kBandwidthBoundFactor x the fastest point.
+std::set<double> BandwidthBoundSizes(const std::vector<std::pair<double, double>>& pts) {
+  double fastest_s = std::numeric_limits<double>::infinity();
+  for (const auto& [bytes, t] : pts) fastest_s = std::min(fastest_s, t);
+  std::set<double> sizes;
+  for (const auto& [bytes, t] : pts)
+    if (t >= kBandwidthBoundFactor * fastest_s) sizes.insert(bytes);
+  return sizes;
+}
+
 }  // namespace
 
 Result<AlphaBetaFit> FitAlphaBeta(const std::vector<std::pair<double, double>>& pts_in) {
@@ -78,19 +88,9 @@ Result<AlphaBetaFit> FitAlphaBeta(const std::vector<std::pair<double, double>>& 
   // Two regimes: beta from the bandwidth-bound points, alpha from the rest. One line through every
   // point lets the small messages' scatter (1-4 ms of scheduling and TCP noise over 1 KiB-256 KiB)
   // set the slope: measured on a 1 Gbit/s link it gave a busbw 40% above the link's rate.
-  const double fastest_s = std::min_element(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
-                             return a.second < b.second;
-                           })->second;
+  const std::set<double> bound_sizes = BandwidthBoundSizes(pts);
   std::vector<std::pair<double, double>> bound, latency;
-  std::set<double> bound_sizes;
-  for (const auto& p : pts) {
-    if (p.second >= kBandwidthBoundFactor * fastest_s) {
-      bound.push_back(p);
-      bound_sizes.insert(p.first);
-    } else {
-      latency.push_back(p);
-    }
-  }
+  for (const auto& p : pts) (bound_sizes.count(p.first) ? bound : latency).push_back(p);
   double alpha = 0, beta = 0;
   AlphaBetaFit f;
   if (bound_sizes.size() >= 2) {
@@ -131,11 +131,7 @@ Result<AlphaBetaFit> FitAlphaBeta(const std::vector<std::pair<double, double>>& 
 
 Result<CpuPerByteFit> FitCollectiveCpu(const std::vector<std::pair<double, double>>& time_points,
                                        const std::vector<std::pair<double, double>>& cpu_points, int world_size) {
-  double fastest_s = std::numeric_limits<double>::infinity();
-  for (const auto& [bytes, t] : time_points) fastest_s = std::min(fastest_s, t);
-  std::set<double> bound_sizes;
-  for (const auto& [bytes, t] : time_points)
-    if (t >= kBandwidthBoundFactor * fastest_s) bound_sizes.insert(bytes);
+  const std::set<double> bound_sizes = BandwidthBoundSizes(time_points);
   const double bus_factor = AllReduceBusFactor(world_size);
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   std::set<double> used;
