@@ -147,6 +147,53 @@ double ProbeForeignBusyCores(const CpuProbe& probe) {
   return n > 0 ? sum / n : -1;
 }
 
+double WakeDelayFit::Delay(double running, int cores) const {
+  return base_s + per_excess_s * std::max(0.0, running + 1 - std::max(1, cores));
+}
+
+nlohmann::json WakeDelayFit::ToJson() const {
+  return {{"base_s", base_s}, {"per_excess_s", per_excess_s}, {"rms_s", rms_s}, {"points", points}};
+}
+
+Result<WakeDelayFit> FitWakeDelay(const CpuProbe& probe) {
+  std::vector<std::pair<double, double>> xy;  // (excess runnable threads, delay)
+  if (probe.baseline_wake_delay_s >= 0) xy.push_back({0.0, probe.baseline_wake_delay_s});
+  for (const auto& p : probe.points) {
+    if (p.wake_delay_s >= 0) xy.push_back({std::max(0.0, p.workers + 1.0 - probe.cores), p.wake_delay_s});
+  }
+  std::set<double> distinct;
+  for (const auto& [x, y] : xy) distinct.insert(x);
+  if (distinct.size() < 2) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: wake-up delay recorded at {} distinct excess value(s) (points beyond C - 1 workers and the "
+        "baseline): not fitted",
+        probe.file, distinct.size()));
+  }
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : xy) {
+    mx += x;
+    my += y;
+  }
+  mx /= static_cast<double>(xy.size());
+  my /= static_cast<double>(xy.size());
+  double sxy = 0, sxx = 0;
+  for (const auto& [x, y] : xy) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) * (x - mx);
+  }
+  WakeDelayFit fit;
+  fit.points = static_cast<int>(xy.size());
+  fit.per_excess_s = std::max(0.0, sxy / sxx);
+  fit.base_s = std::max(0.0, my - fit.per_excess_s * mx);
+  double sse = 0;
+  for (const auto& [x, y] : xy) {
+    const double r = y - (fit.base_s + fit.per_excess_s * x);
+    sse += r * r;
+  }
+  fit.rms_s = std::sqrt(sse / static_cast<double>(xy.size()));
+  return fit;
+}
+
 std::vector<CurvePoint> ThroughputCostPoints(const CpuProbe& probe) {
   std::vector<CurvePoint> out;
   for (const auto& p : probe.points) {
@@ -204,7 +251,8 @@ Result<CpuProbe> ReadCpuProbeFile(const std::string& path) {
     SIMREPLAY_RETURN_IF_ERROR(ReadNumber(path, p, where, "main_cpu_s", false, &point.main_cpu_s));
     if (p.contains("round") && p["round"].is_number_integer()) point.round = p["round"].get<int>();
     for (auto [key, out] :
-         {std::pair{"workers_cpu_s", &point.workers_cpu_s}, std::pair{"host_busy_cores", &point.host_busy_cores}}) {
+         {std::pair{"workers_cpu_s", &point.workers_cpu_s}, std::pair{"host_busy_cores", &point.host_busy_cores},
+          std::pair{"wake_delay_s_mean", &point.wake_delay_s}}) {
       if (p.contains(key)) SIMREPLAY_RETURN_IF_ERROR(ReadNumber(path, p, where, key, false, out));
     }
     if (p.contains("loadavg_1m") && p["loadavg_1m"].is_array() && !p["loadavg_1m"].empty() &&
@@ -212,6 +260,12 @@ Result<CpuProbe> ReadCpuProbeFile(const std::string& path) {
       point.loadavg_1m = p["loadavg_1m"][0].get<double>();
     }
     probe.points.push_back(point);
+  }
+  if (j.contains("baseline_wake")) {
+    const auto& b = j["baseline_wake"];
+    if (!b.is_object()) return FieldError(path, "baseline_wake", "an object", b);
+    SIMREPLAY_RETURN_IF_ERROR(
+        ReadNumber(path, b, "baseline_wake", "delay_s_mean", false, &probe.baseline_wake_delay_s));
   }
   return probe;
 }

@@ -37,12 +37,14 @@ struct CpuProbePoint {
   double loadavg_1m = -1;       // at the start of the window
   double workers_cpu_s = -1;    // the workers' CPU over the window; -1 = not recorded
   double host_busy_cores = -1;  // all processes on the host; -1 = not recorded
+  double wake_delay_s = -1;     // mean wake-up delay of the main loop's timed sleeps; -1 = not recorded
 };
 
 struct CpuProbe {
   std::string file;
   int cores = 0;
   std::vector<CpuProbePoint> points;
+  double baseline_wake_delay_s = -1;  // the main process's wake-up delay with no worker running; -1 = none
 };
 
 // Reads a simreplay.probe-cpu/1 document. Errors: "FILE:LINE: ..." for unparsable JSON, "FILE: field:
@@ -82,6 +84,20 @@ Result<ContentionCurveFit> FitContentionCurve(const std::vector<CurvePoint>& poi
 // the main process's and the workers' CPU per second), over the points that recorded both; -1 when
 // none did. Other load bends the curve: calibrate warns above a quarter of a core.
 double ProbeForeignBusyCores(const CpuProbe& probe);
+
+// The scheduler's wake-up delay of a blocked thread as a function of the executions running beside it:
+// d(n) = base_s + per_excess_s x max(0, n + 1 - C) (models/model_params.h cpu.wakeup_delay_*), fitted
+// by least squares to the probe's points (n = k workers) and its baseline (n = 0), both coefficients
+// >= 0. Needs the wake-up delay at 2 or more distinct excess values; otherwise an error saying why.
+struct WakeDelayFit {
+  double base_s = 0;
+  double per_excess_s = 0;
+  double rms_s = 0;
+  int points = 0;
+  double Delay(double running, int cores) const;
+  nlohmann::json ToJson() const;
+};
+Result<WakeDelayFit> FitWakeDelay(const CpuProbe& probe);
 
 // The throughput curve (core-seconds per delivered sample) and the thread-CPU curve of a probe.
 std::vector<CurvePoint> ThroughputCostPoints(const CpuProbe& probe);

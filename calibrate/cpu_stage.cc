@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -303,6 +304,60 @@ ContentionEstimate TraceContention(const TraceData& t) {
   return EstimateContention(in);
 }
 
+// Whether trace `t` is another repetition of the primary's configuration: the same loader settings and
+// storage format (the dataset and pipeline are the user's to keep equal, as for any set of traces).
+bool SameConfiguration(const TraceData& a, const TraceData& b) {
+  for (const char* key : {"num_workers", "batch_size", "prefetch_factor"}) {
+    if (ManifestInt(a.manifest, "loader", key, -1) != ManifestInt(b.manifest, "loader", key, -1)) return false;
+  }
+  for (const char* key : {"persistent_workers", "pin_memory"}) {
+    if (ManifestBool(a.manifest, "loader", key) != ManifestBool(b.manifest, "loader", key)) return false;
+  }
+  auto format = [](const TraceData& t) {
+    const auto& data = t.manifest.value("data", nlohmann::json::object());
+    return data.is_object() ? data.value("format", std::string()) : std::string();
+  };
+  return format(a) == format(b);
+}
+
+// Repetitions of the primary's configuration among the traces: the replayed samples stay the primary's,
+// at the mean per-sample cost level of all repetitions (recorded decode+augment x each trace's own
+// scale), so that the host's speed during one repetition does not set the model's (a shared VM drifts
+// by 10-20% within minutes). Returns the factor on worker_cost_scale (1 with one repetition).
+double RepetitionsCostRatio(const CalibrationInput& in, const CalibrationDraft& d, bool as_captured,
+                            nlohmann::json* cpu_quality) {
+  const TraceData& primary = in.primary();
+  auto level = [&](size_t i) {
+    double sum = 0;
+    int64_t n = 0;
+    for (const auto& s : in.traces[i].samples) {
+      if (s.worker < 0 && ManifestInt(in.traces[i].manifest, "loader", "num_workers", 0) > 0) continue;
+      sum += (s.decode_ns + s.augment_ns) * kNs;
+      ++n;
+    }
+    const auto& c = d.contention[i];
+    return n > 0 ? sum / static_cast<double>(n) * (as_captured ? c.as_captured_scale : c.intrinsic_scale) : 0.0;
+  };
+  const double primary_level = level(0);
+  std::vector<double> levels;
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = 0; i < in.traces.size(); ++i) {
+    if (i > 0 && !SameConfiguration(primary, in.traces[i])) continue;
+    const double l = level(i);
+    if (l <= 0) continue;
+    levels.push_back(l);
+    rows.push_back({{"trace", in.traces[i].path}, {"cost_per_sample_s", l}});
+  }
+  if (levels.size() < 2 || primary_level <= 0) return 1.0;
+  const double ratio = MeanOf(levels) / primary_level;
+  (*cpu_quality)["repetitions"] = {
+      {"traces", rows},
+      {"worker_cost_scale_factor", ratio},
+      {"note",
+       "repetitions of the primary trace's configuration: its samples replay at the mean cost level of all of them"}};
+  return ratio;
+}
+
 // Contention per trace (intrinsic and as-captured scales, busy-core slowdown) and the model's cpu scale,
 // overhead factor and slowdown from the primary trace.
 Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
@@ -376,13 +431,18 @@ Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nl
   }
   const bool as_captured = d->as_captured = options.cpu_scale == "as-captured";
   model.cpu.worker_cost_scale = as_captured ? c0.as_captured_scale : c0.intrinsic_scale;
+  const double repetitions_ratio = RepetitionsCostRatio(in, *d, as_captured, cpu_quality);
+  model.cpu.worker_cost_scale *= repetitions_ratio;
   SetProvenance(
       &model, "cpu.worker_cost_scale", c0.assumed,
       std::string(as_captured
                       ? "as captured: min(1, cores / busy loader threads) x overhead factor (keeps the "
                         "slowdown from other load during capture), "
                       : "intrinsic: sum(cpu_ns in decode+augment) / sum(decode+augment wall) x overhead factor, ") +
-          (c0.method == "cpu_ns" ? "" : "fair share of cores assumed (no cpu_ns), ") + primary_src);
+          (c0.method == "cpu_ns" ? "" : "fair share of cores assumed (no cpu_ns), ") + primary_src +
+          (repetitions_ratio != 1.0
+               ? fmt::format(", x {:.4f}: the mean cost level of the repetitions of its configuration", repetitions_ratio)
+               : std::string()));
   if (c0.background_threads > 0.5) {
     warnings.push_back(fmt::format(
         "{}: about {:.1f} runnable threads of other processes competed with the loader during capture; "
@@ -453,12 +513,35 @@ void FitWorkerLifecycle(const CalibrationInput& in, CalibrationDraft* d, nlohman
   nlohmann::json& cpu_q = *cpu_quality;
   const std::vector<TraceData>& traces = in.traces;
   models::ModelParams& model = d->model;
-  // Worker start-up, spawn and resume from epoch_start events and each worker's first sample.
-  std::vector<double> spawn, startup, resume;
+  // Worker start-up, spawn and resume from epoch_start events and each worker's first sample; shutdown
+  // from epoch_end events: DataLoader joins every worker of a non-persistent epoch inside the next()
+  // that ends it, so (epoch_end - the loop's last step or batch before it) / num_workers.
+  std::vector<double> spawn, startup, resume, shutdown;
   for (const auto& t : traces) {
     const int w = ManifestInt(t.manifest, "loader", "num_workers", 0);
     const bool persistent = ManifestBool(t.manifest, "loader", "persistent_workers");
     if (w <= 0) continue;
+    std::vector<int64_t> loop_marks;  // when the loop last did something before calling next() again
+    for (const auto& s : t.steps) loop_marks.push_back(s.t_start_ns + s.step_ns);
+    if (t.steps.empty()) {
+      for (const auto& b : t.batches) loop_marks.push_back(b.t_next_start_ns + b.wait_ns);
+    }
+    std::sort(loop_marks.begin(), loop_marks.end());
+    // Only epochs the loop ran to exhaustion (another epoch started after them); the last one's
+    // epoch_end comes when the loop lets go of the iterator, with no join inside a next().
+    std::set<int64_t> started;
+    for (const auto& e : t.events) {
+      if (e.value("kind", "") == "epoch_start") started.insert(e.value("epoch", int64_t{-1}));
+    }
+    for (const auto& e : t.events) {
+      if (persistent || e.value("kind", "") != "epoch_end" || !e.contains("t_ns") || !e["t_ns"].is_number_integer() ||
+          !started.count(e.value("epoch", int64_t{-2}) + 1))
+        continue;
+      const int64_t end_ns = e["t_ns"].get<int64_t>();
+      auto it = std::upper_bound(loop_marks.begin(), loop_marks.end(), end_ns);
+      if (it == loop_marks.begin()) continue;
+      shutdown.push_back((end_ns - *std::prev(it)) * kNs / w);
+    }
     for (const auto& e : t.events) {
       if (e.value("kind", "") != "epoch_start" || !e.contains("iter_ns") || !e["iter_ns"].is_number()) continue;
       const int64_t epoch = e.value("epoch", int64_t{0});
@@ -489,6 +572,13 @@ void FitWorkerLifecycle(const CalibrationInput& in, CalibrationDraft* d, nlohman
     model.cpu.worker_startup_s = MeanOf(startup);
     SetProvenance(&model, "cpu.worker_startup_s", false, "mean of (worker's first sample - its spawn) per epoch");
   }
+  if (!shutdown.empty()) {
+    model.cpu.worker_shutdown_s = QuantileNearestRank(shutdown, 0.5);
+    SetProvenance(&model, "cpu.worker_shutdown_s", false,
+                  "median of (epoch_end - the loop's last step end before it) / num_workers, non-persistent epochs");
+  } else {
+    SetProvenance(&model, "cpu.worker_shutdown_s", true, "assumed 0: no non-persistent epoch ended in the traces");
+  }
   if (!resume.empty()) {
     model.cpu.worker_resume_s = MeanOf(resume);
     SetProvenance(&model, "cpu.worker_resume_s", false, "mean iter() time / num_workers, persistent epochs >= 1");
@@ -496,6 +586,7 @@ void FitWorkerLifecycle(const CalibrationInput& in, CalibrationDraft* d, nlohman
   cpu_q["worker_spawn_s"] = QuantileSummary(spawn);
   cpu_q["worker_startup_s"] = QuantileSummary(startup);
   cpu_q["worker_resume_s"] = QuantileSummary(resume);
+  cpu_q["worker_shutdown_s"] = QuantileSummary(shutdown);
 }
 
 // Collate per sample (the simulator prefers the trace's own mean; this is its fallback).
@@ -542,11 +633,34 @@ void FitPin(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu
   cpu_q["pin"] = {{"bytes", bytes}, {"seconds", secs}};
 }
 
+// The scheduler's wake-up delay of a blocked loop thread, from the probe's timed sleeps (none without
+// a probe, or with one recorded before the probe measured it: 0, assumed).
+void FitWakeupDelay(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
+  models::ModelParams& model = d->model;
+  const char* assumed = "assumed 0: no CPU probe with wake-up delays (simreplay_capture.probe_cpu, --cpu-probe)";
+  SetProvenance(&model, "cpu.wakeup_delay_s", true, assumed);
+  SetProvenance(&model, "cpu.wakeup_delay_per_excess_s", true, assumed);
+  if (!in.cpu_probe) return;
+  auto fit = FitWakeDelay(*in.cpu_probe);
+  if (!fit.ok()) {
+    (*cpu_quality)["wakeup_delay"] = {{"note", fit.status().message()}};
+    return;
+  }
+  model.cpu.wakeup_delay_s = fit->base_s;
+  model.cpu.wakeup_delay_per_excess_s = fit->per_excess_s;
+  const std::string src = fmt::format("least squares on the CPU probe's timed sleeps ({} points, rms {:.3g} s), {}",
+                                      fit->points, fit->rms_s, in.cpu_probe->file);
+  SetProvenance(&model, "cpu.wakeup_delay_s", false, src);
+  SetProvenance(&model, "cpu.wakeup_delay_per_excess_s", false, src);
+  (*cpu_quality)["wakeup_delay"] = fit->ToJson();
+}
+
 }  // namespace
 
 Status FitCpu(const CalibrationInput& in, CalibrationDraft* d) {
   nlohmann::json cpu_q = nlohmann::json::object();
   SIMREPLAY_RETURN_IF_ERROR(FitContentionAndScale(in, d, &cpu_q));
+  FitWakeupDelay(in, d, &cpu_q);
   FitMainPerBatch(in, d, &cpu_q);
   FitWorkerLifecycle(in, d, &cpu_q);
   FitCollate(in, d);

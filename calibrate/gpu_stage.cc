@@ -1,5 +1,6 @@
 #include "calibrate/stages.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -12,6 +13,32 @@ namespace simreplay::calibrate {
 
 using replay::ManifestInt;
 
+namespace {
+
+// Worker samples in flight at each of `times_ns` (sorted or not): a sweep over start/end events.
+std::vector<int> WorkerSamplesRunningAt(const TraceData& t, const std::vector<int64_t>& times_ns) {
+  std::vector<std::pair<int64_t, int>> events;  // (time, +1 start / -1 end); ends sort before starts
+  for (const auto& s : t.samples) {
+    if (s.worker < 0) continue;
+    events.push_back({s.t_start_ns + s.read_ns, +1});  // on a core: decode and augment, not the read
+    events.push_back({s.t_start_ns + s.read_ns + s.decode_ns + s.augment_ns, -1});
+  }
+  std::sort(events.begin(), events.end());
+  std::vector<size_t> order(times_ns.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return times_ns[a] < times_ns[b]; });
+  std::vector<int> running(times_ns.size(), 0);
+  size_t e = 0;
+  int now = 0;
+  for (size_t i : order) {
+    while (e < events.size() && events[e].first <= times_ns[i]) now += events[e++].second;
+    running[i] = std::max(0, now);
+  }
+  return running;
+}
+
+}  // namespace
+
 Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
   const std::vector<TraceData>& traces = in.traces;
   const TraceData& primary = in.primary();
@@ -21,12 +48,26 @@ Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
   std::map<int, std::vector<double>> by_batch_size;  // accelerator part of compute per micro-batch
   std::vector<double> host_cpu;                      // emulated steps: the loop thread's CPU per micro-batch
   std::string accel = "emulated";
+  // The loop thread blocks while the accelerator works and wakes up late when the node's cores are
+  // busy (cpu.wakeup_delay_*, fitted by the cpu stage): the measured part contains that delay at the
+  // workers running then, which the simulator adds back for the configuration it predicts.
+  const models::CpuParams& cpu = model.cpu;
+  const bool wakeup = cpu.wakeup_delay_s > 0 || cpu.wakeup_delay_per_excess_s > 0;
+  double wakeup_removed_s = 0;
+  int64_t wakeup_steps = 0;
   for (const auto& t : traces) {
     const int bs = ManifestInt(t.manifest, "loader", "batch_size", 0);
     const bool cuda = t.manifest.value("accelerator", "") == "cuda";
+    const int cores = std::max<int>(1, ManifestInt(t.manifest, "hardware", "cores", 1));
     // One step record per micro-batch (the capture's bench) or per optimizer step.
     const bool per_micro = t.steps.size() >= t.batches.size() * 9 / 10;
-    for (const auto& s : t.steps) {
+    std::vector<int64_t> accel_end_ns;
+    for (const auto& s : t.steps) accel_end_ns.push_back(s.t_start_ns + (s.accel_ns >= 0 ? s.accel_ns : s.compute_ns));
+    // CUDA events time the GPU alone; an emulated step is the sleeping thread, wake-up included.
+    const bool remove_wakeup = wakeup && !cuda;
+    const std::vector<int> running = remove_wakeup ? WorkerSamplesRunningAt(t, accel_end_ns) : std::vector<int>();
+    for (size_t i = 0; i < t.steps.size(); ++i) {
+      const auto& s = t.steps[i];
       const double micro = per_micro ? 1.0 : static_cast<double>(s.micro_batches);
       double accel_ns = static_cast<double>(s.compute_ns);
       // An emulated step is the loop's CPU work and a sleep, one after the other: the sleep (marked,
@@ -35,6 +76,14 @@ Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
         accel_ns = s.accel_ns >= 0 ? static_cast<double>(s.accel_ns)
                                    : std::max(0.0, static_cast<double>(s.compute_ns - s.cpu_ns));
         host_cpu.push_back(static_cast<double>(s.cpu_ns) * kNs / micro);
+      }
+      if (remove_wakeup) {
+        const double delay_s = cpu.wakeup_delay_s + cpu.wakeup_delay_per_excess_s *
+                                                        std::max(0, running[i] + 1 - cores);
+        const double removed_s = std::min(delay_s, accel_ns * kNs);
+        accel_ns -= removed_s / kNs;
+        wakeup_removed_s += removed_s;
+        ++wakeup_steps;
       }
       by_batch_size[bs].push_back(accel_ns * kNs / micro);
     }
@@ -111,6 +160,12 @@ Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
       SetProvenance(&model, "gpu.step_time_s", false,
                     "mean accelerator part of the emulated step per micro-batch (accel_ns, else compute_ns - cpu_ns)");
       gpu_q["host_cpu"] = {{"samples", host_cpu.size()}, {"mean_s", model.gpu.step_host_cpu_s}};
+    }
+    if (wakeup_steps > 0) {
+      gpu_q["wakeup_delay_removed_s_mean"] = wakeup_removed_s / static_cast<double>(wakeup_steps);
+      SetProvenance(&model, "gpu.step_time_s", false,
+                    model.info["gpu.step_time_s"].source +
+                        ", less the modelled wake-up delay at the workers running when each step ended");
     }
   } else {
     SetProvenance(&model, "gpu.step_time_s", true, "default: no step records");

@@ -27,6 +27,7 @@ struct CpuParams {
   double worker_startup_s = 0.08;      // one worker: fork + import + worker_init_fn, paid at (re)start
   double worker_spawn_s = 0.01;        // main process, per worker started (serial)
   double worker_resume_s = 0.002;      // persistent workers: per-epoch resume handshake
+  double worker_shutdown_s = 0;        // main process, per worker joined at the end of a non-persistent epoch
   double collate_per_sample_s = 2e-5;  // used when the trace has no collate time
   double background_threads = 0;       // CPU demand of other processes on the node, in busy cores
   // Shared-core slowdown (SMT siblings, shared caches and memory bandwidth): with m of the C cores
@@ -36,6 +37,11 @@ struct CpuParams {
   // executions runnable, every one is further slowed by (1 + oversubscription_overhead x (n - C) / C).
   // Fitted to a measured contention curve (simreplay_capture.probe_cpu, docs/probe-cpu.md).
   double oversubscription_overhead = 0;
+  // Scheduler wake-up delay: a thread that blocked (the training loop in its step, or in next()) runs
+  // again wakeup_delay_s + wakeup_delay_per_excess_s x max(0, n + 1 - C) after it could, with n CPU
+  // executions running on the node's C cores. Measured by the CPU probe (docs/probe-cpu.md); 0 otherwise.
+  double wakeup_delay_s = 0;
+  double wakeup_delay_per_excess_s = 0;
 };
 
 struct StorageParams {

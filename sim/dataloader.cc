@@ -153,9 +153,15 @@ void DataLoader::StartEpoch(int64_t epoch) {
   IteratorQueues* previous = queues_;
   auto& recorder = node_->recorder();
   if (previous == nullptr || !loader_.persistent_workers) {
-    if (previous != nullptr) {  // shut the previous epoch's workers down
+    if (previous != nullptr) {  // shut the previous epoch's workers down: the main joins them one by one
       for (auto& q : previous->index_queues) q->Push(Task{0, 0, true});
       if (loader_.pin_memory) previous->results.Push(FinishedBatch{});
+      const double shutdown_s = input_.model.cpu.worker_shutdown_s * static_cast<double>(previous->index_queues.size());
+      if (shutdown_s > 0) {
+        sg4::this_actor::sleep_for(shutdown_s);
+        recorder.Span(rank_.rank, kTrackMain, "shut workers down", t0);
+        t0 = sg4::Engine::get_clock();
+      }
     }
     iterators_.push_back(std::make_unique<IteratorQueues>());
     queues_ = iterators_.back().get();
@@ -193,10 +199,14 @@ FinishedBatch DataLoader::Next(int64_t b) {
     return batch;
   }
   SimQueue<FinishedBatch>& source = loader_.pin_memory ? queues_->pinned : queues_->results;
+  bool blocked = false;
   while (!reorder_.count(b)) {
+    blocked = blocked || source.size() == 0;
     FinishedBatch arrived = source.Pop();
     reorder_[arrived.batch] = arrived;
   }
+  // The loop slept in next() until a worker delivered: it runs again after the scheduler's wake-up delay.
+  if (blocked) node_->WakeUp();
   FinishedBatch batch = reorder_[b];
   reorder_.erase(b);
   stats.queue_wait_s.push_back(std::max(0.0, sg4::Engine::get_clock() - batch.ready_s));

@@ -66,8 +66,18 @@ void NodeState::ReadTiered(const replay::SampleCost& cost, uint64_t cache_key, i
 
 void NodeState::Execute(double cpu_s) {
   if (cpu_s <= 0) return;
+  ++running_executions_;
   sg4::this_actor::execute(cpu_s * kFlopsPerCpuSecond);
+  --running_executions_;
   CountBusy(cpu_s);
+}
+
+double NodeState::WakeUp() {
+  const models::CpuParams& cpu = input_.model.cpu;
+  const double delay_s = cpu.wakeup_delay_s + cpu.wakeup_delay_per_excess_s *
+                                                  std::max(0, running_executions_ + 1 - std::max(1, config_.cpu_cores));
+  if (delay_s > 0) sg4::this_actor::sleep_for(delay_s);
+  return delay_s;
 }
 
 sg4::ExecPtr NodeState::ExecuteAsync(double cpu_s) {

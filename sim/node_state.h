@@ -50,6 +50,10 @@ class NodeState {
   // The same work started without waiting, on the calling actor's host (which must be this node's
   // CPU host); the caller waits on the returned execution.
   simgrid::s4u::ExecPtr ExecuteAsync(double cpu_s);
+  // A thread that was blocked (the loop after its accelerator step, or after waiting for a batch) runs
+  // again only after the scheduler's wake-up delay at the executions running now (cpu.wakeup_delay_*,
+  // measured by the CPU probe); returns the seconds slept (0 when the model has no delay).
+  double WakeUp();
   // One sample's read: recorded time, page cache, the local device, or shared storage.
   // `cache_key` fixes page-cache hits per sample; `epoch` decides cold or warm storage tiers.
   void ReadSample(const replay::SampleCost& cost, uint64_t cache_key, int64_t epoch = 0);
@@ -76,6 +80,7 @@ class NodeState {
   std::vector<simgrid::s4u::SemaphorePtr> tier_streams_;  // per tier with max_streams > 0, else null
   double node_epoch_bytes_ = 0;                           // bytes this node reads per epoch (tier fill)
   int storage_in_flight_ = 0;
+  int running_executions_ = 0;  // Execute calls in progress on this node's cores (not ExecuteAsync)
   double storage_busy_since_s_ = 0;
   double flops_per_cpu_s_scale_ = 1;
   LinkClassCounts storage_route_{};  // core_speed_scale x straggler factor: recorded -> core-seconds

@@ -55,6 +55,7 @@ class Simulation {
   void CommunicateSharded(const RankContext& rank, double forward_end_s, double backward_s);
   void RunCollective(const RankContext& rank, CollectiveOp op, double bytes, const char* name);
   void StepHostCpu(const RankContext& rank);
+  void StepWakeUp(const RankContext& rank);
   void FinishBackward(const RankContext& rank, double backward_end_s, double compute_end_s);
   void CollectLinkCapacities();
 
@@ -201,6 +202,21 @@ void Simulation::StepHostCpu(const RankContext& rank) {
   recorder_.Span(rank.rank, kTrackGpu, "step host CPU", t0);
 }
 
+// The loop thread blocked while the accelerator worked; it resumes after the scheduler's wake-up delay
+// at the CPU work running on its node then (NodeState::WakeUp). An emulated step is that sleeping
+// thread, so the delay is part of the step as the capture measures it (busy); after a real GPU's step
+// (CUDA events time the GPU alone) it is idle accelerator time.
+void Simulation::StepWakeUp(const RankContext& rank) {
+  const double t0 = sg4::Engine::get_clock();
+  const double delay_s = nodes_[static_cast<size_t>(rank.node)]->WakeUp();
+  if (delay_s <= 0) return;
+  if (in_.model.gpu.accelerator != "cuda") {
+    stats_.gpu_busy_s += delay_s;
+    stats_.ranks[static_cast<size_t>(rank.rank)].gpu_busy_s += delay_s;
+  }
+  recorder_.Span(rank.rank, kTrackGpu, "wake-up", t0);
+}
+
 void Simulation::Step(const RankContext& rank, Rng* rng, bool sync, double h2d_s) {
   const double copy_start_s = sg4::Engine::get_clock();
   stats_.h2d_s += h2d_s;
@@ -235,11 +251,13 @@ void Simulation::Step(const RankContext& rank, Rng* rng, bool sync, double h2d_s
   if (recorder_.timeline() && recorder_.Reserve(1)) recorder_.Add({rank.rank, kTrackGpu, "GPU step", t0, step_s});
   if (!communicate) {
     sg4::this_actor::sleep_for(pending_s + step_s);
+    StepWakeUp(rank);
     StepHostCpu(rank);
     return;
   }
   const double backward_s = step_s * config_.overlap;
   sg4::this_actor::sleep_for(pending_s + (step_s - backward_s));
+  StepWakeUp(rank);
   StepHostCpu(rank);
   Communicate(rank, sg4::Engine::get_clock(), backward_s);
 }

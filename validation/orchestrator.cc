@@ -61,15 +61,21 @@ std::map<std::string, std::string> CalibrateCases(const ValidateOptions& options
   const std::string& out_dir = options.out_dir;
   std::map<std::string, std::string> model_of_case;
   for (const std::string& cal : {spec.calibrate_from, spec.calibrate_alternate}) {
-    const RunRecord* chosen = CalibrationRun(runs, *input, cal);
-    if (chosen == nullptr) {
+    const std::vector<const RunRecord*> repetitions = CalibrationRuns(runs, *input, cal);
+    if (repetitions.empty()) {
       warnings->push_back(fmt::format("case {}: no successful train run to calibrate from", cal));
       continue;
     }
+    const RunRecord* chosen = repetitions.front();
     const std::string model_rel = "models/" + cal + ".json";
-    const std::string trace_abs = fs::absolute(runs_base + "/" + chosen->trace).lexically_normal().string();
-    std::vector<std::string> args = {options.simreplay_executable, "calibrate", trace_abs, "--out",
-                                     fs::absolute(out_dir + "/" + model_rel).string()};
+    std::vector<std::string> args = {options.simreplay_executable, "calibrate"};
+    nlohmann::json pooled = nlohmann::json::array();
+    for (const RunRecord* run : repetitions) {
+      args.push_back(fs::absolute(runs_base + "/" + run->trace).lexically_normal().string());
+      pooled.push_back(run->plan.id);
+    }
+    args.push_back("--out");
+    args.push_back(fs::absolute(out_dir + "/" + model_rel).string());
     if (!cpu_probe.empty()) {
       args.push_back("--cpu-probe");
       args.push_back(cpu_probe);
@@ -85,7 +91,8 @@ std::map<std::string, std::string> CalibrateCases(const ValidateOptions& options
     nlohmann::json info = {{"run", chosen->plan.id},
                            {"trace", chosen->trace},
                            {"model", model_rel},
-                           {"chosen_as", "median train throughput of the case's repetitions"}};
+                           {"chosen_as", "median train throughput of the case's repetitions"},
+                           {"repetitions", pooled}};
     if (!cpu_probe.empty()) info["cpu_probe"] = cpu_probe;
     auto model_json = ReadJsonFile(out_dir + "/" + model_rel);
     if (model_json.ok() && model_json->contains("self_check")) info["self_check"] = (*model_json)["self_check"];
@@ -258,6 +265,21 @@ const RunRecord* CalibrationRun(const std::vector<RunRecord>& runs, const Analys
     return a.first != b.first ? a.first < b.first : a.second->sequence < b.second->sequence;
   });
   return candidates[(candidates.size() - 1) / 2].second;
+}
+
+std::vector<const RunRecord*> CalibrationRuns(const std::vector<RunRecord>& runs, const AnalysisInput& input,
+                                              const std::string& case_name) {
+  const RunRecord* chosen = CalibrationRun(runs, input, case_name);
+  if (chosen == nullptr) return {};
+  std::vector<const RunRecord*> out = {chosen};
+  for (const auto& run : runs) {
+    if (&run == chosen || run.plan.discarded || run.plan.case_name != case_name || run.plan.kind != "train") continue;
+    auto it = input.metrics.find(run.plan.id);
+    if (it == input.metrics.end() || !input.facts.count(run.plan.id) || !it->second.values.count(kTrainThroughput))
+      continue;
+    out.push_back(&run);
+  }
+  return out;
 }
 
 Result<ValidateOutcome> RunValidation(const ValidateOptions& options) {

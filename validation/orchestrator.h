@@ -53,5 +53,9 @@ void ReadMeasurements(const std::vector<RunRecord>& runs, const std::string& run
 // (the lower middle one for an even count; ties by execution order). nullptr when none succeeded.
 const RunRecord* CalibrationRun(const std::vector<RunRecord>& runs, const AnalysisInput& input,
                                 const std::string& case_name);
+// Every successful measured train run of the case, the one CalibrationRun chooses first (the trace
+// that replays), the others in execution order: calibrate pools the repetitions' cost level.
+std::vector<const RunRecord*> CalibrationRuns(const std::vector<RunRecord>& runs, const AnalysisInput& input,
+                                              const std::string& case_name);
 
 }  // namespace simreplay::validation

@@ -93,9 +93,27 @@ def _loadavg() -> float:
         return -1.0
 
 
+def _timed_sleep_overrun_s(sleep_s: float) -> float:
+    """Sleeps sleep_s and returns how much later than asked the thread ran again (the scheduler's wake-up delay)."""
+    t = time.perf_counter()
+    time.sleep(sleep_s)
+    return max(0.0, time.perf_counter() - t - sleep_s)
+
+
+def _baseline_wake_delay(sleep_s: float, count: int) -> Dict[str, Any]:
+    """The wake-up delay of the main process with no worker running (timer slack, idle-core wake-up)."""
+    over = [_timed_sleep_overrun_s(sleep_s) for _ in range(count)]
+    return {"sleeps": count, "delay_s_mean": sum(over) / len(over)}
+
+
 def _measure_point(items: _TimedItems, collate: _TimedCollate, k: int, batch_size: int, prefetch_factor: int,
-                   warmup_s: float, seconds: float) -> Dict[str, Any]:
-    """One DataLoader with k workers: warm up, then count delivered samples for `seconds`."""
+                   warmup_s: float, seconds: float, wake_sleep_s: float = 0.0, wake_every: int = 4) -> Dict[str, Any]:
+    """One DataLoader with k workers: warm up, then count delivered samples for `seconds`.
+
+    With wake_sleep_s > 0 the main loop sleeps that long after every `wake_every`-th batch, as a
+    training loop blocks in its step, and records how late it wakes up while the k workers run: the
+    scheduler's wake-up delay at that concurrency (the simulator adds it when the loop resumes).
+    """
     import warnings
     import torch.utils.data as tud
     with warnings.catch_warnings():
@@ -119,11 +137,16 @@ def _measure_point(items: _TimedItems, collate: _TimedCollate, k: int, batch_siz
     samples = 0
     walls: List[int] = []
     cpus: List[int] = []
+    wakes: List[float] = []
+    batch = 0
     while True:
         _, w, c = next(it)
         samples += len(w)
         walls.extend(w)
         cpus.extend(c)
+        batch += 1
+        if wake_sleep_s > 0 and batch % wake_every == 0:
+            wakes.append(_timed_sleep_overrun_s(wake_sleep_s))
         if time.perf_counter() - t0 >= seconds:
             break
     t1 = time.perf_counter()
@@ -145,6 +168,7 @@ def _measure_point(items: _TimedItems, collate: _TimedCollate, k: int, batch_siz
         "workers_cpu_s": max(0, work1 - work0) * 1e-9,
         "host_busy_cores": (host1 - host0) * 1e-9 / wall if wall > 0 else 0.0,
         "loadavg_1m": [load0, load1],
+        **({"wake_sleeps": len(wakes), "wake_delay_s_mean": sum(wakes) / len(wakes)} if wakes else {}),
     }
 
 
@@ -152,7 +176,8 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
               cores: Optional[int] = None, max_workers: Optional[int] = None, batch_size: int = 8,
               prefetch_factor: int = 2, samples: int = 64, seconds_per_point: float = 2.0,
               warmup_s: float = 0.5, rounds: int = 2, max_total_s: float = 90.0, seed: int = 0,
-              source: str = "", warmup_pass_s: float = 3.0) -> Dict[str, Any]:
+              source: str = "", warmup_pass_s: float = 3.0, wake_sleep_s: float = 0.02,
+              wake_every: int = 4) -> Dict[str, Any]:
     """Measures the contention curve and returns (and writes, when out_path is given) the document."""
     n = len(dataset)
     if n <= 0:
@@ -174,6 +199,7 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
         # allocator initialisation in fresh processes) otherwise land on round 0's first points (a quiet
         # run measured 282 samples/s for 2 workers in round 0 against 380 in round 1).
         _measure_point(items, collate, min(cores, max_workers), batch_size, prefetch_factor, 0.0, warmup_pass_s)
+    baseline = _baseline_wake_delay(wake_sleep_s, 25) if wake_sleep_s > 0 else None
     t_begin = time.perf_counter()  # max_total_s bounds the rounds; the warm-up pass is bounded by its own time
     points: List[Dict[str, Any]] = []
     skipped: List[int] = []
@@ -182,7 +208,8 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
         if elapsed + seconds_per_point + warmup_s > max_total_s:
             skipped.append(k)
             continue
-        p = _measure_point(items, collate, k, batch_size, prefetch_factor, warmup_s, seconds_per_point)
+        p = _measure_point(items, collate, k, batch_size, prefetch_factor, warmup_s, seconds_per_point, wake_sleep_s,
+                           wake_every)
         p["round"] = sum(1 for q in points if q["workers"] == k)
         points.append(p)
     doc = {
@@ -194,9 +221,11 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
         "loader": {"batch_size": batch_size, "prefetch_factor": prefetch_factor,
                    "collate": getattr(collate_fn, "__name__", "default_collate") if collate_fn else "default_collate"},
         "method": {"seconds_per_point": seconds_per_point, "warmup_s": warmup_s, "rounds": rounds,
-                   "max_total_s": max_total_s, "order": order, "warmup_pass_s": warmup_pass_s},
+                   "max_total_s": max_total_s, "order": order, "warmup_pass_s": warmup_pass_s,
+                   "wake_sleep_s": wake_sleep_s, "wake_every": wake_every},
         "points": points,
         "skipped_points": skipped,
+        **({"baseline_wake": baseline} if baseline else {}),
         "total_s": time.perf_counter() - t_probe,
         "created_unix_s": int(time.time()),
     }
@@ -254,14 +283,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--warmup-pass-s", type=float, default=3.0,
                     help="an unrecorded point at k = cores before the rounds (0: none)")
     ap.add_argument("--max-total-s", type=float, default=90.0)
+    ap.add_argument("--wake-sleep-s", type=float, default=0.02,
+                    help="the main loop sleeps this long after every --wake-every-th batch and records its "
+                         "wake-up delay (0: not measured)")
+    ap.add_argument("--wake-every", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
-    for name in ("batch_size", "prefetch_factor", "samples", "rounds"):
+    for name in ("batch_size", "prefetch_factor", "samples", "rounds", "wake_every"):
         if getattr(a, name) < 1:
             print(f"probe_cpu: --{name.replace('_', '-')} must be >= 1, found {getattr(a, name)}", file=sys.stderr)
             return 3
     if (a.seconds_per_point <= 0 or a.max_total_s <= 0 or a.warmup_s < 0 or a.warmup_pass_s < 0 or a.cores < 0
-            or a.max_workers < 0):
+            or a.max_workers < 0 or a.wake_sleep_s < 0):
         print("probe_cpu: times must be positive and --cores/--max-workers >= 0", file=sys.stderr)
         return 3
     collate = None
@@ -284,11 +317,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                     batch_size=a.batch_size, prefetch_factor=a.prefetch_factor, samples=a.samples,
                     seconds_per_point=a.seconds_per_point, warmup_s=a.warmup_s, rounds=a.rounds,
                     max_total_s=a.max_total_s, seed=a.seed, source=source,
-                    warmup_pass_s=a.warmup_pass_s)
+                    warmup_pass_s=a.warmup_pass_s, wake_sleep_s=a.wake_sleep_s, wake_every=a.wake_every)
     for p in doc["points"]:
         print(f"k={p['workers']}: {p['throughput_samples_per_s']:.1f} samples/s, getitem cpu "
               f"{p['getitem_cpu_s_mean'] * 1e3:.2f} ms wall {p['getitem_wall_s_mean'] * 1e3:.2f} ms, "
-              f"load {p['loadavg_1m'][0]:.2f}")
+              f"wake-up delay {p.get('wake_delay_s_mean', float('nan')) * 1e3:.2f} ms, load {p['loadavg_1m'][0]:.2f}")
     print(f"probe_cpu: {len(doc['points'])} points in {doc['total_s']:.1f} s -> {a.out}")
     return 0
 
