@@ -26,13 +26,16 @@ int RunCalibrate(int argc, char** argv) {
   calibrate::CalibrateOptions options;
   std::string out;
   bool no_self_check = false;
-  app.add_option("traces", options.traces, "trace files (.jsonl or .jsonl.gz); the first is the one the model replays")
+  app.add_option("traces", options.traces,
+                 "trace files (.jsonl or .jsonl.gz); the first is the one the model replays, at the mean cost level "
+                 "of the traces that repeat its configuration")
       ->required();
   app.add_option("--out", out, "model file to write (atomically)")->required();
   app.add_option("--probe", options.probe_path, "storage probe document (simreplay probe storage)");
   app.add_option("--cpu-probe", options.cpu_probe_path,
                  "CPU contention probe (python3 -m simreplay_capture.probe_cpu, docs/probe-cpu.md): the measured "
-                 "curve sets cpu.busy_core_slowdown and cpu.oversubscription_overhead");
+                 "curve sets cpu.busy_core_slowdown and cpu.oversubscription_overhead, its timed sleeps the "
+                 "scheduler wake-up delay (cpu.wakeup_delay_*)");
   app.add_option("--storage-mode", options.storage_mode,
                  "storage.mode written to the model: recorded (default) or model")
       ->check(CLI::IsMember({"recorded", "model"}));
@@ -119,8 +122,11 @@ int RunCalibrate(int argc, char** argv) {
       }
     }
   }
-  std::printf("cpu.main_per_batch_s  %.6f s   worker_startup_s %.4f s   worker_spawn_s %.4f s\n",
-              m.cpu.main_per_batch_s, m.cpu.worker_startup_s, m.cpu.worker_spawn_s);
+  std::printf("cpu.main_per_batch_s  %.6f s   worker_startup_s %.4f s   worker_spawn_s %.4f s   worker_shutdown_s %.4f s\n",
+              m.cpu.main_per_batch_s, m.cpu.worker_startup_s, m.cpu.worker_spawn_s, m.cpu.worker_shutdown_s);
+  std::printf("cpu wake-up delay     %.3g s + %.3g s per runnable thread beyond the cores (%s)\n",
+              m.cpu.wakeup_delay_s, m.cpu.wakeup_delay_per_excess_s,
+              m.info.count("cpu.wakeup_delay_s") && !m.info.at("cpu.wakeup_delay_s").assumed ? "CPU probe" : "assumed");
   std::printf("gpu.step_time_s       %.6f s (cv %.3f, %s, %s)\n", m.gpu.step_time_s, m.gpu.step_cv,
               m.gpu.distribution.c_str(), m.gpu.accelerator.c_str());
   std::printf("storage               latency %.3g s, bandwidth %.3g B/s, mode %s\n", m.storage.latency_s,

@@ -241,6 +241,28 @@ def network_probe_seeds():
     write_dict("network_probe", tokens)
 
 
+def cpu_probe_seeds():
+    """probe-cpu.json (docs/probe-cpu.md, "simreplay.probe-cpu/1"): the documented example and variants."""
+    tokens = set(JSON_TOKENS)
+    point = {"workers": 1, "round": 0, "samples": 312, "wall_s": 2.0, "throughput_samples_per_s": 156.0,
+             "getitem_wall_s_mean": 0.0062, "getitem_cpu_s_mean": 0.006, "main_cpu_s": 0.21, "workers_cpu_s": 1.93,
+             "host_busy_cores": 1.2, "loadavg_1m": [0.4, 0.5], "wake_sleeps": 9, "wake_delay_s_mean": 0.00013}
+    points = [dict(point, workers=k, throughput_samples_per_s=150.0 * min(k, 2),
+                   wake_delay_s_mean=0.0001 + 0.0003 * max(0, k - 1)) for k in (1, 2, 3, 4)]
+    doc = {"schema": "simreplay.probe-cpu/1", "host": {"cores": 2, "cpu_model": "AMD EPYC"},
+           "method": {"seconds_per_point": 2.0, "rounds": 1, "wake_sleep_s": 0.02, "wake_every": 4},
+           "points": points, "skipped_points": [], "baseline_wake": {"sleeps": 25, "delay_s_mean": 0.00018},
+           "total_s": 31.2}
+    keys_of(doc, tokens)
+    tokens |= {'"simreplay.probe-cpu/1"'}
+    write_seed("cpu_probe", json.dumps(doc))
+    write_seed("cpu_probe", json.dumps(dict(doc, points=points[:1], baseline_wake={"delay_s_mean": 0}), indent=1))
+    older = dict(doc, points=[{k: v for k, v in p.items() if not k.startswith("wake")} for p in points])
+    del older["baseline_wake"]
+    write_seed("cpu_probe", json.dumps(older))
+    write_dict("cpu_probe", tokens)
+
+
 def spec_seeds():
     tokens = set(JSON_TOKENS)
     for name in sorted(os.listdir(os.path.join(ROOT, "validation/suite"))):
@@ -279,6 +301,7 @@ def main():
     probe_seeds()
     spec_seeds()
     network_probe_seeds()
+    cpu_probe_seeds()
     plan_seeds()
     for t in sorted(os.listdir(CORPUS)):
         files = os.listdir(os.path.join(CORPUS, t))

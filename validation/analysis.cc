@@ -166,9 +166,9 @@ nlohmann::json MethodJson(const AnalysisInput& in) {
        "host-wide MemTotal-MemAvailable peak of the bench summary includes other tenants and is "
        "reported but not compared"},
       {"calibration",
-       fmt::format("every case is predicted from a model calibrated on the median-throughput train run of "
-                   "case '{}', except '{}' itself, predicted from case '{}': never from the case "
-                   "being predicted",
+       fmt::format("every case is predicted from a model calibrated on the train runs of case '{}' (the "
+                   "median-throughput one replays, at the mean cost level of all its repetitions), except '{}' "
+                   "itself, predicted from case '{}' the same way: never from the case being predicted",
                    spec.calibrate_from, spec.calibrate_from, spec.calibrate_alternate)}};
 }
 

@@ -18,7 +18,8 @@ def test_probe_writes_documented_curve(dataset_dir, tmp_path):
     out = tmp_path / "probe-cpu.json"
     r = _run(["--bench-data", dataset_dir, "--format", "files", "--image-size", "32", "--frames", "2",
               "--cores", "2", "--max-workers", "3", "--samples", "16", "--seconds-per-point", "0.3",
-              "--warmup-s", "0", "--rounds", "2", "--warmup-pass-s", "0.4", "--out", str(out)])
+              "--warmup-s", "0", "--rounds", "2", "--warmup-pass-s", "0.4", "--wake-every", "1",
+              "--wake-sleep-s", "0.005", "--out", str(out)])
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert doc["schema"] == "simreplay.probe-cpu/1"
@@ -37,6 +38,10 @@ def test_probe_writes_documented_curve(dataset_dir, tmp_path):
         assert 0 < p["getitem_cpu_s_mean"] <= p["getitem_wall_s_mean"] * 1.05
         assert p["workers_cpu_s"] > 0
         assert p["main_cpu_s"] >= 0
+        # the main loop slept 5 ms after every batch and timed how late it woke up
+        assert p["wake_sleeps"] >= 1 and 0 <= p["wake_delay_s_mean"] < 0.5
+    assert doc["method"]["wake_sleep_s"] == 0.005 and doc["method"]["wake_every"] == 1
+    assert doc["baseline_wake"]["sleeps"] == 25 and 0 <= doc["baseline_wake"]["delay_s_mean"] < 0.5
     assert doc["skipped_points"] == []
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".probe")]  # no temporary left
 
@@ -53,7 +58,18 @@ def test_probe_bounded_total_time(dataset_dir, tmp_path):
     assert len(doc["points"]) + len(doc["skipped_points"]) == 6
 
 
-@pytest.mark.parametrize("args", [["--batch-size", "0"], ["--seconds-per-point", "-1"], ["--rounds", "0"]])
+def test_probe_without_wake_measurement(dataset_dir, tmp_path):
+    out = tmp_path / "p.json"
+    r = _run(["--bench-data", dataset_dir, "--image-size", "32", "--frames", "2", "--cores", "1", "--max-workers", "1",
+              "--samples", "8", "--seconds-per-point", "0.2", "--warmup-s", "0", "--rounds", "1",
+              "--warmup-pass-s", "0", "--wake-sleep-s", "0", "--out", str(out)])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert "baseline_wake" not in doc and all("wake_delay_s_mean" not in p for p in doc["points"])
+
+
+@pytest.mark.parametrize("args", [["--batch-size", "0"], ["--seconds-per-point", "-1"], ["--rounds", "0"],
+                                  ["--wake-sleep-s", "-0.1"], ["--wake-every", "0"]])
 def test_probe_rejects_bad_arguments(dataset_dir, tmp_path, args):
     out = tmp_path / "p.json"
     r = _run(["--bench-data", dataset_dir, "--out", str(out)] + args)

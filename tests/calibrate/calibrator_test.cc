@@ -46,6 +46,9 @@ struct Known {
   // true: the loop calls next() 1 ms after the batch is ready (a step-bound loop);
   // false: as soon as the previous step ends, waiting for the batch when it is not ready (loader-bound).
   bool next_after_ready = true;
+  double cost_factor = 1.0;         // decode and augment x this (a slower repetition of the same run)
+  int shutdown_after_batch = -1;    // >= 0: epoch 0 ends there, its workers joined in shutdown_s
+  double shutdown_s = 0.03;
 };
 
 // A single-worker capture whose timeline is consistent: the worker produces batches back to back, the
@@ -87,8 +90,8 @@ std::string WriteSynthetic(const TempDir& dir, const Known& k, const std::string
       s.width = 100 + 20 * ((b + i) % 5);
       s.height = 80 + 10 * ((b * 3 + i) % 7);
       s.frames = 1;
-      s.decode_ns = std::llround(k.decode_s_per_pixel * s.width * s.height * 1e9);
-      s.augment_ns = std::llround(k.augment_s * 1e9);
+      s.decode_ns = std::llround(k.cost_factor * k.decode_s_per_pixel * s.width * s.height * 1e9);
+      s.augment_ns = std::llround(k.cost_factor * k.augment_s * 1e9);
       s.format = "jpeg";
       s.out_bytes = 3 * 64 * 64 * 4;
       s.cpu_ns = std::llround(k.cpu_share * (s.read_ns + s.decode_ns + s.augment_ns));
@@ -111,6 +114,22 @@ std::string WriteSynthetic(const TempDir& dir, const Known& k, const std::string
     st.compute_ns = st.step_ns = std::llround(k.step_s * 1e9);
     loop = st.t_start_ns + st.step_ns;
     EXPECT_TRUE((*writer)->Write(st).ok());
+    if (b == k.shutdown_after_batch) {
+      const int64_t end = loop + std::llround(k.shutdown_s * 1e9);
+      EXPECT_TRUE((*writer)
+                      ->Write(replay::OtherRecord{"event",
+                                                  {{"type", "event"}, {"t_ns", end}, {"kind", "epoch_end"}, {"epoch", 0}}})
+                      .ok());
+      EXPECT_TRUE((*writer)
+                      ->Write(replay::OtherRecord{"event",
+                                                  {{"type", "event"},
+                                                   {"t_ns", end},
+                                                   {"kind", "epoch_start"},
+                                                   {"epoch", 1},
+                                                   {"iter_ns", 5 * ms}}})
+                      .ok());
+      loop = end + 5 * ms;
+    }
     (void)batch_start;
   }
   replay::WorkerRecord w;
@@ -410,6 +429,48 @@ TEST(Calibrate, TwoTracesAtDifferentBatchSizesFitTheStepScaling) {
   // The simulator uses the fit instead of proportional scaling.
   EXPECT_NEAR(r->model.gpu.step_intercept_s, 0.004, 1e-6);
   EXPECT_NEAR(r->model.gpu.step_per_sample_s, 0.004, 1e-7);
+}
+
+// Repetitions of one configuration: the primary's samples replay at the mean cost level of all of
+// them. Second repetition 1.5x as expensive: level (1 + 1.5) / 2 = 1.25 x the primary's.
+TEST(Calibrate, RepetitionsOfOneConfigurationPoolTheCostLevel) {
+  TempDir dir;
+  Known k;
+  const std::string a = WriteSynthetic(dir, k, "a.jsonl");
+  Known slow = k;
+  slow.cost_factor = 1.5;
+  const std::string b = WriteSynthetic(dir, slow, "b.jsonl");
+  auto one = CalibrateTraces({a}, dir.File("one.json"));
+  auto both = CalibrateTraces({a, b}, dir.File("both.json"));
+  ASSERT_TRUE(one.ok() && both.ok());
+  EXPECT_NEAR(both->model.cpu.worker_cost_scale / one->model.cpu.worker_cost_scale, 1.25, 1e-3);
+  EXPECT_NEAR(both->model.extra["fit_quality"]["cpu"]["repetitions"]["worker_cost_scale_factor"].get<double>(), 1.25,
+              1e-3);
+  EXPECT_EQ(both->model.trace_path, "a.jsonl");  // the primary still replays
+  // Another batch size is not a repetition: nothing pooled.
+  Known other = slow;
+  other.batch_size = 8;
+  const std::string c = WriteSynthetic(dir, other, "c.jsonl");
+  auto mixed = CalibrateTraces({a, c}, dir.File("mixed.json"));
+  ASSERT_TRUE(mixed.ok());
+  EXPECT_NEAR(mixed->model.cpu.worker_cost_scale, one->model.cpu.worker_cost_scale, 1e-12);
+  EXPECT_FALSE(mixed->model.extra["fit_quality"]["cpu"].contains("repetitions"));
+}
+
+// A non-persistent epoch that ends inside next(): the join of its workers, per worker.
+TEST(Calibrate, WorkerShutdownFromEpochEnds) {
+  TempDir dir;
+  Known k;
+  k.shutdown_after_batch = 10;
+  k.shutdown_s = 0.03;
+  auto r = CalibrateTraces({WriteSynthetic(dir, k, "s.jsonl")}, dir.File("s.json"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(r->model.cpu.worker_shutdown_s, 0.03 / k.workers, 1e-9);
+  EXPECT_FALSE(r->model.info.at("cpu.worker_shutdown_s").assumed);
+  auto none = CalibrateTraces({WriteSynthetic(dir, Known{}, "n.jsonl")}, dir.File("n.json"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->model.cpu.worker_shutdown_s, 0);
+  EXPECT_TRUE(none->model.info.at("cpu.worker_shutdown_s").assumed);
 }
 
 }  // namespace

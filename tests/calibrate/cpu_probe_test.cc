@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -154,6 +155,12 @@ TEST(ReadCpuProbeFile, BadInputNamesFileAndField) {
             "points[0].throughput_samples_per_s"},
            {ProbeDoc(R"({"workers": 1, "wall_s": 2, "throughput_samples_per_s": 5})"), "points[0].getitem_cpu_s_mean"},
            {ProbeDoc(ok_point + ","), "p.json:"},
+           {ProbeDoc(R"({"workers": 1, "wall_s": 2, "throughput_samples_per_s": 200, "getitem_cpu_s_mean": 0.004,
+                        "getitem_wall_s_mean": 0.0045, "main_cpu_s": 0.2, "wake_delay_s_mean": -0.001})"),
+            "points[0].wake_delay_s_mean"},
+           {R"({"schema": "simreplay.probe-cpu/1", "host": {"cores": 2}, "baseline_wake": 3, "points": [)" + ok_point +
+                "]}",
+            "baseline_wake"},
            {"[1, 2]", "(document)"},
        }) {
     const std::string path = dir.Write("p.json", c.text);
@@ -163,6 +170,71 @@ TEST(ReadCpuProbeFile, BadInputNamesFileAndField) {
         << probe.status().message();
     EXPECT_NE(probe.status().message().find(c.expect), std::string::npos) << probe.status().message();
   }
+}
+
+// Points at k = 1..4 on 2 cores and the baseline: d = 0.1 ms + 0.3 ms x max(0, k + 1 - 2), exactly.
+TEST(FitWakeDelay, RecoversBaseAndPerExcessRunnable) {
+  CpuProbe probe;
+  probe.file = "p.json";
+  probe.cores = 2;
+  probe.baseline_wake_delay_s = 0.0001;
+  for (int k = 1; k <= 4; ++k) {
+    CpuProbePoint p;
+    p.workers = k;
+    p.wake_delay_s = 0.0001 + 0.0003 * std::max(0, k + 1 - 2);
+    probe.points.push_back(p);
+  }
+  auto fit = FitWakeDelay(probe);
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_NEAR(fit->base_s, 0.0001, 1e-12);
+  EXPECT_NEAR(fit->per_excess_s, 0.0003, 1e-12);
+  EXPECT_NEAR(fit->rms_s, 0, 1e-12);
+  EXPECT_EQ(fit->points, 5);
+  // The simulator's use: 6 executions running beside the waking thread on 2 cores -> 5 excess.
+  EXPECT_NEAR(fit->Delay(6, 2), 0.0001 + 5 * 0.0003, 1e-12);
+  EXPECT_NEAR(fit->Delay(0, 2), 0.0001, 1e-12);
+}
+
+TEST(FitWakeDelay, NeedsTwoExcessLevelsAndNeverGoesNegative) {
+  CpuProbe probe;
+  probe.file = "p.json";
+  probe.cores = 2;
+  CpuProbePoint p;
+  p.workers = 1;
+  p.wake_delay_s = 0.0002;
+  probe.points.push_back(p);
+  auto none = FitWakeDelay(probe);  // one excess level (0), no baseline
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("p.json"), std::string::npos);
+  // Delay falling with load (noise): the slope is clamped at 0 and the base is the mean.
+  p.workers = 4;
+  p.wake_delay_s = 0.0001;
+  probe.points.push_back(p);
+  auto flat = FitWakeDelay(probe);
+  ASSERT_TRUE(flat.ok());
+  EXPECT_EQ(flat->per_excess_s, 0);
+  EXPECT_NEAR(flat->base_s, 0.00015, 1e-12);
+}
+
+TEST(ReadCpuProbeFile, ReadsWakeDelays) {
+  TempDir dir;
+  const std::string path = dir.Write(
+      "p.json", R"({"schema": "simreplay.probe-cpu/1", "host": {"cores": 2}, "baseline_wake": {"delay_s_mean": 0.0002},
+                    "points": [{"workers": 3, "wall_s": 2, "throughput_samples_per_s": 300, "getitem_cpu_s_mean": 0.005,
+                                "getitem_wall_s_mean": 0.012, "main_cpu_s": 0.4, "wake_delay_s_mean": 0.0008}]})");
+  auto probe = ReadCpuProbeFile(path);
+  ASSERT_TRUE(probe.ok()) << probe.status().message();
+  EXPECT_DOUBLE_EQ(probe->baseline_wake_delay_s, 0.0002);
+  EXPECT_DOUBLE_EQ(probe->points[0].wake_delay_s, 0.0008);
+  // Older probes have neither: -1, and no fit.
+  const std::string old = dir.Write(
+      "q.json", ProbeDoc(R"({"workers": 1, "wall_s": 2, "throughput_samples_per_s": 200, "getitem_cpu_s_mean": 0.004,
+                           "getitem_wall_s_mean": 0.0045, "main_cpu_s": 0.2})"));
+  auto older = ReadCpuProbeFile(old);
+  ASSERT_TRUE(older.ok());
+  EXPECT_EQ(older->baseline_wake_delay_s, -1);
+  EXPECT_EQ(older->points[0].wake_delay_s, -1);
+  EXPECT_FALSE(FitWakeDelay(*older).ok());
 }
 
 }  // namespace

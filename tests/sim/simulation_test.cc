@@ -254,6 +254,52 @@ TEST(Simulation, OversubscriptionOverheadSlowsEveryRunnableExecution) {
   EXPECT_NEAR(Simulate(both)["time_to_first_batch_s"].get<double>(), 0.132, kTol);
 }
 
+TEST(Simulation, WakeUpDelayAfterEveryStepAndBlockedNext) {
+  // num_workers 0 on 1 core, 8 batches of 4 x 10 ms, 100 ms steps: 8 x (40 + 100) ms. Nothing else runs
+  // when the loop wakes after a step, so each wake-up costs the base delay of 2 ms: 8 x 142 ms. An
+  // emulated step counts it as busy (the capture's step contains it).
+  auto costs = ConstantCosts(32, 0.010);
+  SimInput plain = Bare(&costs, 0, 4, 1, 0.100);
+  EXPECT_NEAR(Simulate(plain)["makespan_s"].get<double>(), 8 * 0.140, kTol);
+  SimInput delayed = plain;
+  delayed.model.cpu.wakeup_delay_s = 0.002;
+  delayed.model.cpu.wakeup_delay_per_excess_s = 0.005;  // no other execution: never applies
+  auto r = Simulate(delayed);
+  EXPECT_NEAR(r["makespan_s"].get<double>(), 8 * 0.142, kTol);
+  EXPECT_NEAR(r["gpu_busy_s"].get<double>(), 8 * 0.102, kTol);
+}
+
+TEST(Simulation, WakeUpDelayGrowsWithTheExecutionsRunning) {
+  // 1 core, 1 worker, batch 1: sample 0 costs 10 ms, sample 1 costs 1 s; 100 ms steps. Step 0 ends at
+  // about 110 ms while the worker is loading sample 1: 1 execution beside the loop on 1 core is one
+  // runnable thread too many, so that wake-up costs base + per_excess = 1 + 5 ms. Step 1 ends after the
+  // worker is done: base only. Busy = 2 x 100 ms + 6 ms + 1 ms.
+  auto costs = ConstantCosts(2, 0.010);
+  costs.samples[1].decode_s = 1.0;
+  SimInput in = Bare(&costs, 1, 1, 1, 0.100);
+  in.model.cpu.wakeup_delay_s = 0.001;
+  in.model.cpu.wakeup_delay_per_excess_s = 0.005;
+  EXPECT_NEAR(Simulate(in)["gpu_busy_s"].get<double>(), 0.2 + 0.006 + 0.001, kTol);
+}
+
+TEST(Simulation, NonPersistentEpochEndJoinsEveryWorker) {
+  // 2 epochs, 2 workers on 4 cores, shutdown 50 ms per worker: the main joins both workers before
+  // starting the second epoch's, 100 ms later than without; persistent workers are never joined.
+  auto costs = ConstantCosts(16, 0.010);
+  SimInput base = Bare(&costs, 2, 4, 4, 0.005);
+  base.scenario.train.epochs = 2;
+  const double plain = Simulate(base)["makespan_s"].get<double>();
+  SimInput joined = base;
+  joined.model.cpu.worker_shutdown_s = 0.050;
+  EXPECT_NEAR(Simulate(joined)["makespan_s"].get<double>(), plain + 0.100, kTol);
+  SimInput persistent = joined;
+  persistent.scenario.loader.persistent_workers = true;
+  SimInput persistent_plain = base;
+  persistent_plain.scenario.loader.persistent_workers = true;
+  EXPECT_NEAR(Simulate(persistent)["makespan_s"].get<double>(), Simulate(persistent_plain)["makespan_s"].get<double>(),
+              kTol);
+}
+
 TEST(Simulation, DropLastDropsThePartialBatch) {
   // 10 samples, batch 4: 3 batches (4, 4, 2) without drop_last, 2 with it.
   auto costs = ConstantCosts(10, 0.001);

@@ -146,6 +146,13 @@ TEST(Orchestrator, CalibrationRunIsTheMedianByThroughputThenOrder) {
   ASSERT_NE(chosen, nullptr);
   EXPECT_EQ(chosen->plan.id, "C.train.r2");
   EXPECT_EQ(CalibrationRun(runs, in, "other"), nullptr);
+  // Every repetition is handed to calibrate, the chosen one first (it replays), then execution order;
+  // a run without metrics is left out: of 4 (r2), 4 (r3), 5 (r0) the middle is r3.
+  in.metrics.erase("C.train.r1");
+  std::vector<std::string> ids;
+  for (const RunRecord* run : CalibrationRuns(runs, in, "C")) ids.push_back(run->plan.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"C.train.r3", "C.train.r0", "C.train.r2"}));
+  EXPECT_TRUE(CalibrationRuns(runs, in, "other").empty());
 }
 
 }  // namespace
