@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
+
+#include <boost/math/distributions/fisher_f.hpp>
 
 #include <fmt/format.h>
 
@@ -39,11 +42,28 @@ constexpr double kMaxSlowdown = 1.5;
 constexpr double kMaxOverhead = 3.0;
 
 struct GridFit {
-  double s = 0, o = 0, log_c0 = 0, rms = std::numeric_limits<double>::infinity();
+  double s = 0, o = 0, log_c0 = 0, rms = std::numeric_limits<double>::infinity(), sse = 0;
 };
+
+// Dense block index per point (the probe's rounds: each round sweeps every k within seconds, so the
+// host's drift between rounds is a per-round level, fitted as one intercept per round).
+std::vector<size_t> BlockIndex(const std::vector<CurvePoint>& points, size_t* blocks) {
+  std::map<int, size_t> dense;
+  for (const auto& p : points) dense.emplace(p.block, 0);
+  size_t next = 0;
+  for (auto& [block, index] : dense) index = next++;
+  std::vector<size_t> out;
+  for (const auto& p : points) out.push_back(dense[p.block]);
+  *blocks = dense.size();
+  return out;
+}
 
 GridFit SearchGrid(const std::vector<CurvePoint>& points, int cores, bool with_overhead) {
   const size_t n = points.size();
+  size_t blocks = 0;
+  const std::vector<size_t> block = BlockIndex(points, &blocks);
+  std::vector<double> block_count(blocks, 0);
+  for (size_t i = 0; i < n; ++i) block_count[block[i]] += 1;
   std::vector<double> y(n), a(n), b(n);
   for (size_t i = 0; i < n; ++i) {
     y[i] = std::log(points[i].cost);
@@ -56,20 +76,27 @@ GridFit SearchGrid(const std::vector<CurvePoint>& points, int cores, bool with_o
   for (int j = 0; j <= o_steps; ++j)
     for (size_t i = 0; i < n; ++i) log_o[static_cast<size_t>(j)][i] = std::log1p(j * kGridStep * b[i]);
   GridFit best;
-  std::vector<double> r(n);
+  std::vector<double> r(n), block_sum(blocks);
   for (int k = 0; k <= s_steps; ++k) {
     const double s = k * kGridStep;
     for (size_t i = 0; i < n; ++i) r[i] = y[i] - std::log1p(s * a[i]);
     for (int j = 0; j <= o_steps; ++j) {
       const auto& lo = log_o[static_cast<size_t>(j)];
+      std::fill(block_sum.begin(), block_sum.end(), 0.0);
       double mean = 0;
-      for (size_t i = 0; i < n; ++i) mean += r[i] - lo[i];
+      for (size_t i = 0; i < n; ++i) {
+        block_sum[block[i]] += r[i] - lo[i];
+        mean += r[i] - lo[i];
+      }
       mean /= static_cast<double>(n);
       double sse = 0;
-      for (size_t i = 0; i < n; ++i) sse += (r[i] - lo[i] - mean) * (r[i] - lo[i] - mean);
+      for (size_t i = 0; i < n; ++i) {
+        const double e = r[i] - lo[i] - block_sum[block[i]] / block_count[block[i]];
+        sse += e * e;
+      }
       const double rms = std::sqrt(sse / static_cast<double>(n));
       // Strictly better only: ties keep the smaller parameters (the search runs upwards).
-      if (rms < best.rms - 1e-12) best = {s, j * kGridStep, mean, rms};
+      if (rms < best.rms - 1e-12) best = {s, j * kGridStep, mean, rms, sse};
     }
   }
   return best;
@@ -94,6 +121,9 @@ nlohmann::json ContentionCurveFit::ToJson() const {
           {"overhead_kept", overhead_kept},
           {"rms_log_error", rms_log_error},
           {"rms_log_error_without_overhead", rms_log_error_without_overhead},
+          {"overhead_f", std::isfinite(overhead_f) ? nlohmann::json(overhead_f) : nlohmann::json("inf")},
+          {"overhead_f_critical",
+           std::isfinite(overhead_f_critical) ? nlohmann::json(overhead_f_critical) : nlohmann::json("inf")},
           {"points", points},
           {"note", note}};
 }
@@ -119,8 +149,18 @@ Result<ContentionCurveFit> FitContentionCurve(const std::vector<CurvePoint>& poi
   const GridFit with = beyond_cores ? SearchGrid(points, cores, true) : without;
   fit.rms_log_error_without_overhead = without.rms;
   fit.overhead_unconstrained = with.o;
-  // The overhead is kept only when the points show it (see the header).
-  fit.overhead_kept = beyond_cores && with.o > 0 && without.rms > 0.01 && without.rms >= 2 * with.rms;
+  // The overhead is kept only when the points show it (see the header): an F-test of the extra
+  // parameter at 95% against the fit without it, and the fit without it more than 1% rms off.
+  size_t blocks = 0;
+  BlockIndex(points, &blocks);
+  const double dof = static_cast<double>(points.size()) - static_cast<double>(blocks) - 2;
+  fit.overhead_f = with.sse > 0 && dof >= 1 ? (without.sse - with.sse) / (with.sse / dof)
+                   : (without.sse > with.sse ? std::numeric_limits<double>::infinity() : 0.0);
+  fit.overhead_f_critical =
+      dof >= 1 ? boost::math::quantile(boost::math::fisher_f_distribution<double>(1.0, dof), 0.95)
+               : std::numeric_limits<double>::infinity();
+  fit.overhead_kept = beyond_cores && with.o > 0 && without.rms > 0.01 &&
+                      (with.sse <= 0 ? without.sse > 0 : fit.overhead_f > fit.overhead_f_critical);
   const GridFit& kept = fit.overhead_kept ? with : without;
   fit.slowdown = kept.s;
   fit.overhead = kept.o;
@@ -131,8 +171,9 @@ Result<ContentionCurveFit> FitContentionCurve(const std::vector<CurvePoint>& poi
                                                100 * with.rms, 100 * without.rms)
                                  : fmt::format(
                                        "oversubscription overhead not shown by the data (fit with it: o = {:.3f}, rms "
-                                       "{:.2f}%; without: {:.2f}%): 0",
-                                       with.o, 100 * with.rms, 100 * without.rms);
+                                       "{:.2f}%; without: {:.2f}%; F = {:.2f}, 95% critical {:.2f}): 0",
+                                       with.o, 100 * with.rms, 100 * without.rms, fit.overhead_f,
+                                       fit.overhead_f_critical);
   return fit;
 }
 
@@ -200,7 +241,7 @@ std::vector<CurvePoint> ThroughputCostPoints(const CpuProbe& probe) {
     if (p.throughput_samples_per_s <= 0 || p.wall_s <= 0) continue;
     const double main_cores = std::clamp(p.main_cpu_s / p.wall_s, 0.0, 1.0);
     const double usable = std::min<double>(p.workers, std::max(1e-3, probe.cores - main_cores));
-    out.push_back({static_cast<double>(p.workers), usable / p.throughput_samples_per_s});
+    out.push_back({static_cast<double>(p.workers), usable / p.throughput_samples_per_s, p.round});
   }
   return out;
 }
@@ -208,7 +249,7 @@ std::vector<CurvePoint> ThroughputCostPoints(const CpuProbe& probe) {
 std::vector<CurvePoint> ThreadCpuPoints(const CpuProbe& probe) {
   std::vector<CurvePoint> out;
   for (const auto& p : probe.points) {
-    if (p.getitem_cpu_s > 0) out.push_back({static_cast<double>(p.workers), p.getitem_cpu_s});
+    if (p.getitem_cpu_s > 0) out.push_back({static_cast<double>(p.workers), p.getitem_cpu_s, p.round});
   }
   return out;
 }

@@ -10,10 +10,12 @@
 //
 // What is fitted: per probe point k (k loader workers, all CPU-bound, the main process receiving),
 // the core-seconds one delivered sample costs, cost(k) = usable cores / throughput(k), with usable
-// cores = min(k, C - main process's busy cores). cost(k) = c0 x f(k): c0, s and o by least squares on
-// log cost (grid over s in [0, 1.5] and o in [0, 3], c0 in closed form; deterministic). o is kept only
-// when the data show it: the fit without o must be at least twice as far off (rms) as the fit with it,
-// and more than 1% off. The same fit on the mean thread CPU time of __getitem__ gives the part of the
+// cores = min(k, C - main process's busy cores). cost(k) = c0_r x f(k), one level c0_r per round r
+// (the host drifts between rounds by as much as the effects fitted): s, o and the levels by least
+// squares on log cost (grid over s in [0, 1.5] and o in [0, 3], levels in closed form; deterministic).
+// o is kept only when the data show it: an F-test of the extra parameter at 95% (extra sum of squares
+// against the fit without o, F(1, points - rounds - 2)), and the fit without o more than 1% rms off.
+// The same fit on the mean thread CPU time of __getitem__ gives the part of the
 // slowdown that a trace's cpu_ns contains (used to de-contend it; calibrate/cpu_stage.cc).
 #pragma once
 
@@ -56,6 +58,7 @@ Result<CpuProbe> ReadCpuProbeFile(const std::string& path);
 struct CurvePoint {
   double n = 1;
   double cost = 0;
+  int block = 0;  // the probe's round: each block gets its own level (the host drifts between rounds)
 };
 
 struct ContentionCurveFit {
@@ -66,6 +69,8 @@ struct ContentionCurveFit {
   double rms_log_error = 0;           // of the kept fit
   double rms_log_error_without_overhead = 0;
   bool overhead_kept = false;
+  double overhead_f = 0;           // F statistic of adding o (extra-sum-of-squares)
+  double overhead_f_critical = 0;  // its 95% quantile, F(1, points - blocks - 2)
   int points = 0;
   std::string note;
   // f(n) of this fit, for C cores.

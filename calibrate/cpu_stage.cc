@@ -633,6 +633,99 @@ void FitPin(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu
   cpu_q["pin"] = {{"bytes", bytes}, {"seconds", secs}};
 }
 
+// A fresh worker process's first samples cost more thread CPU than its later ones (first decodes,
+// allocator growth, lazily set-up codecs): measured on the validation bench, a worker's first 5 JPEGs
+// cost 1.7x its later ones per pixel, whatever the worker count. That excess is a cost per worker
+// start, not per sample: the trace replays it where its own workers started, and the simulator needs
+// it where the predicted configuration's start. Measured over every trace: per format, the steady
+// cost per unit (pixels x frames) is the median over samples at ordinal >= kWarmupSamples in their
+// process; the excess of a start is what its first kWarmupSamples cost beyond that. The model holds the
+// mean excess per start (de-contended like the costs) and the primary trace's costs without it.
+constexpr int kWarmupSamples = 10;
+
+void FitWorkerWarmup(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
+  models::ModelParams& model = d->model;
+  struct Start {
+    double excess_cpu_s = 0;
+    double cpu_s = 0;
+  };
+  std::map<std::string, std::vector<double>> steady_per_unit;  // format -> cpu / unit, warm samples
+  std::vector<std::vector<std::vector<const replay::SampleRecord*>>> by_process(in.traces.size());
+  for (size_t ti = 0; ti < in.traces.size(); ++ti) {
+    // A worker process: (rank, worker) for persistent workers, (rank, epoch, worker) otherwise.
+    const bool persistent = ManifestBool(in.traces[ti].manifest, "loader", "persistent_workers");
+    std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<const replay::SampleRecord*>> by_process_key;
+    for (const auto& s : in.traces[ti].samples) {
+      if (s.worker >= 0 && s.cpu_ns >= 0) by_process_key[{s.rank, persistent ? 0 : s.epoch, s.worker}].push_back(&s);
+    }
+    for (auto& [key, list] : by_process_key) {
+      std::sort(list.begin(), list.end(), [](const auto* a, const auto* b) { return a->t_start_ns < b->t_start_ns; });
+      for (size_t o = kWarmupSamples; o < list.size(); ++o) {
+        const double units = static_cast<double>(list[o]->width * list[o]->height * std::max<int64_t>(1, list[o]->frames));
+        if (units > 0) steady_per_unit[list[o]->format].push_back(list[o]->cpu_ns * kNs / units);
+      }
+      if (list.size() >= 2 * kWarmupSamples) by_process[ti].push_back(list);
+    }
+  }
+  std::map<std::string, double> steady;
+  for (const auto& [format, v] : steady_per_unit) {
+    if (v.size() >= 20) steady[format] = QuantileNearestRank(v, 0.5);
+  }
+  std::vector<double> excess;
+  double primary_excess = 0, primary_cpu = 0;
+  for (size_t ti = 0; ti < in.traces.size(); ++ti) {
+    for (const auto& list : by_process[ti]) {
+      double e = 0;
+      bool known = true;
+      for (int o = 0; o < kWarmupSamples; ++o) {
+        const auto* s = list[static_cast<size_t>(o)];
+        auto it = steady.find(s->format);
+        if (it == steady.end()) {
+          known = false;
+          break;
+        }
+        e += s->cpu_ns * kNs - it->second * static_cast<double>(s->width * s->height * std::max<int64_t>(1, s->frames));
+      }
+      if (!known) continue;
+      excess.push_back(e);
+      if (ti == 0) primary_excess += std::max(0.0, e);
+    }
+  }
+  for (const auto& s : in.primary().samples) {
+    if (s.worker >= 0 && s.cpu_ns >= 0) primary_cpu += s.cpu_ns * kNs;
+  }
+  nlohmann::json q = {{"warm_after_samples", kWarmupSamples}, {"starts", excess.size()}};
+  if (excess.size() < 3) {
+    SetProvenance(&model, "cpu.worker_warmup_cpu_s", true,
+                  "assumed 0: fewer than 3 worker processes with 20 samples or more and cpu_ns in the traces");
+    q["note"] = "not measured";
+    (*cpu_quality)["worker_warmup"] = q;
+    return;
+  }
+  // cpu_ns -> the model's CPU seconds: the factor worker_cost_scale puts on the primary's recorded
+  // decode+augment wall, over their cpu_ns (contention removed, repetitions' level, worker overhead).
+  double primary_wall = 0, primary_stage_cpu = 0;
+  for (const auto& s : in.primary().samples) {
+    if (s.worker < 0 || s.cpu_ns < 0) continue;
+    primary_wall += (s.decode_ns + s.augment_ns) * kNs;
+    primary_stage_cpu += s.cpu_ns * kNs * (s.decode_ns + s.augment_ns) /
+                         std::max<double>(1, static_cast<double>(s.read_ns + s.decode_ns + s.augment_ns));
+  }
+  const double scale = model.cpu.worker_cost_scale;
+  const double cpu_to_model = primary_stage_cpu > 0 ? scale * primary_wall / primary_stage_cpu : 1.0;
+  const double mean_excess = std::max(0.0, MeanOf(excess));
+  const double primary_share = primary_cpu > 0 ? std::min(0.5, primary_excess / primary_cpu) : 0;
+  model.cpu.worker_warmup_cpu_s = mean_excess * cpu_to_model;
+  model.cpu.worker_cost_scale = scale * (1 - primary_share);
+  SetProvenance(&model, "cpu.worker_warmup_cpu_s", false,
+                fmt::format("mean excess thread CPU of a worker's first {} samples over its later ones per unit, "
+                            "{} worker starts",
+                            kWarmupSamples, excess.size()));
+  q["excess_cpu_s"] = QuantileSummary(excess);
+  q["primary_share_of_cpu"] = primary_share;
+  (*cpu_quality)["worker_warmup"] = q;
+}
+
 // The scheduler's wake-up delay of a blocked loop thread, from the probe's timed sleeps (none without
 // a probe, or with one recorded before the probe measured it: 0, assumed).
 void FitWakeupDelay(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
@@ -661,6 +754,7 @@ Status FitCpu(const CalibrationInput& in, CalibrationDraft* d) {
   nlohmann::json cpu_q = nlohmann::json::object();
   SIMREPLAY_RETURN_IF_ERROR(FitContentionAndScale(in, d, &cpu_q));
   FitWakeupDelay(in, d, &cpu_q);
+  FitWorkerWarmup(in, d, &cpu_q);
   FitMainPerBatch(in, d, &cpu_q);
   FitWorkerLifecycle(in, d, &cpu_q);
   FitCollate(in, d);

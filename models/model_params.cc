@@ -38,6 +38,7 @@ const std::vector<NumericParam>& NumericParams() {
       {"cpu", "worker_spawn_s", [](ModelParams& m) -> double& { return m.cpu.worker_spawn_s; }, false},
       {"cpu", "worker_resume_s", [](ModelParams& m) -> double& { return m.cpu.worker_resume_s; }, false},
       {"cpu", "worker_shutdown_s", [](ModelParams& m) -> double& { return m.cpu.worker_shutdown_s; }, false},
+      {"cpu", "worker_warmup_cpu_s", [](ModelParams& m) -> double& { return m.cpu.worker_warmup_cpu_s; }, false},
       {"cpu", "collate_per_sample_s", [](ModelParams& m) -> double& { return m.cpu.collate_per_sample_s; }, false},
       {"cpu", "background_threads", [](ModelParams& m) -> double& { return m.cpu.background_threads; }, false},
       {"cpu", "busy_core_slowdown", [](ModelParams& m) -> double& { return m.cpu.busy_core_slowdown; }, false},

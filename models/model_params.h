@@ -28,6 +28,9 @@ struct CpuParams {
   double worker_spawn_s = 0.01;        // main process, per worker started (serial)
   double worker_resume_s = 0.002;      // persistent workers: per-epoch resume handshake
   double worker_shutdown_s = 0;        // main process, per worker joined at the end of a non-persistent epoch
+  // Extra CPU a fresh worker process spends on its first samples (first decodes, allocator growth,
+  // lazily set-up codecs), per worker start, beyond what the same samples cost it later.
+  double worker_warmup_cpu_s = 0;
   double collate_per_sample_s = 2e-5;  // used when the trace has no collate time
   double background_threads = 0;       // CPU demand of other processes on the node, in busy cores
   // Shared-core slowdown (SMT siblings, shared caches and memory bandwidth): with m of the C cores

@@ -123,6 +123,8 @@ void DataLoader::RecordSample(int track, const replay::SampleCost& cost, double 
 void DataLoader::Worker(int worker, IteratorQueues* queues) {
   double t0 = sg4::Engine::get_clock();
   sg4::this_actor::sleep_for(input_.model.cpu.worker_startup_s);
+  // A fresh process's first samples cost more than later ones: that CPU, on the node's cores.
+  node_->Execute(input_.model.cpu.worker_warmup_cpu_s);
   node_->recorder().Span(rank_.rank, kTrackWorker0 + worker, "startup", t0);
   while (true) {
     Task task = queues->index_queues[static_cast<size_t>(worker)]->Pop();

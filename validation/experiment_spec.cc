@@ -267,10 +267,11 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
     if (c.contains("cpu_probe")) {
       const auto& cp = c["cpu_probe"];
       const std::string ptr = "/calibration/cpu_probe";
-      SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(cp, ptr, {"seconds_per_point", "rounds", "max_total_s"}));
+      SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(cp, ptr, {"seconds_per_point", "rounds", "max_total_s", "max_workers"}));
       SIMREPLAY_RETURN_IF_ERROR(p.Double(cp, ptr, "seconds_per_point", 0.1, 60, &spec.cpu_probe.seconds_per_point));
       SIMREPLAY_RETURN_IF_ERROR(p.Int(cp, ptr, "rounds", 1, 20, &spec.cpu_probe.rounds));
       SIMREPLAY_RETURN_IF_ERROR(p.Double(cp, ptr, "max_total_s", 1, 3600, &spec.cpu_probe.max_total_s));
+      SIMREPLAY_RETURN_IF_ERROR(p.Int(cp, ptr, "max_workers", 0, 256, &spec.cpu_probe.max_workers));
       if (!spec.run.command.empty())
         return p.Error(ptr, "the CPU probe replays the bench dataset: not with run.command");
       spec.cpu_probe.enabled = true;

@@ -100,6 +100,7 @@ struct ExperimentSpec {
     double seconds_per_point = 2.0;
     int rounds = 2;
     double max_total_s = 90;
+    int max_workers = 0;  // largest k; 0 = the probe's default, 2 x cores
   } cpu_probe;
   BootstrapOptions bootstrap;
   Thresholds thresholds;

@@ -141,6 +141,8 @@ std::string CpuProbeFor(const ValidateOptions& options, std::vector<std::string>
                                    std::to_string(spec.cpu_probe.rounds),
                                    "--max-total-s",
                                    fmt::format("{}", spec.cpu_probe.max_total_s),
+                                   "--max-workers",
+                                   std::to_string(spec.cpu_probe.max_workers),
                                    "--out",
                                    path};
   auto outcome =

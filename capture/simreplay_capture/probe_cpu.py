@@ -174,7 +174,7 @@ def _measure_point(items: _TimedItems, collate: _TimedCollate, k: int, batch_siz
 
 def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional[Callable] = None,
               cores: Optional[int] = None, max_workers: Optional[int] = None, batch_size: int = 8,
-              prefetch_factor: int = 2, samples: int = 64, seconds_per_point: float = 2.0,
+              prefetch_factor: int = 2, samples: int = 512, seconds_per_point: float = 2.0,
               warmup_s: float = 0.5, rounds: int = 2, max_total_s: float = 90.0, seed: int = 0,
               source: str = "", warmup_pass_s: float = 3.0, wake_sleep_s: float = 0.02,
               wake_every: int = 4) -> Dict[str, Any]:
@@ -276,7 +276,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--max-workers", type=int, default=0, help="largest k (default 2 x cores)")
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--prefetch-factor", type=int, default=2)
-    ap.add_argument("--samples", type=int, default=64, help="distinct indices replayed (cycled)")
+    ap.add_argument("--samples", type=int, default=512,
+                    help="distinct indices replayed (cycled; all of them when the dataset is smaller)")
     ap.add_argument("--seconds-per-point", type=float, default=2.0)
     ap.add_argument("--warmup-s", type=float, default=0.5)
     ap.add_argument("--rounds", type=int, default=2)

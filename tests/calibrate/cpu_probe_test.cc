@@ -78,6 +78,44 @@ TEST(FitContentionCurve, SmallOverheadWithinNoiseIsNotKept) {
   EXPECT_NEAR(fit->overhead_unconstrained, 0.01, 1e-9);
 }
 
+TEST(FitContentionCurve, EachRoundHasItsOwnLevel) {
+  // Two rounds of k = 1..6 from s = 0.2, o = 0.1 on 2 cores, the second round's host 20% slower (every
+  // cost x 1.2): per-round levels recover the curve exactly, and the F-test keeps the overhead.
+  std::vector<CurvePoint> pts;
+  for (int round = 0; round < 2; ++round) {
+    for (int n = 1; n <= 6; ++n) {
+      pts.push_back({static_cast<double>(n), (round ? 1.2 : 1.0) * 0.004 * ContentionFactor(n, 2, 0.2, 0.1), round});
+    }
+  }
+  auto fit = FitContentionCurve(pts, 2);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_NEAR(fit->slowdown, 0.2, 1e-9);
+  EXPECT_NEAR(fit->overhead, 0.1, 1e-9);
+  EXPECT_LT(fit->rms_log_error, 1e-9);
+  EXPECT_TRUE(fit->overhead_kept);
+  // Pooled into one round, the 20% step between rounds is noise the curve cannot explain.
+  for (auto& p : pts) p.block = 0;
+  auto pooled = FitContentionCurve(pts, 2);
+  ASSERT_TRUE(pooled.ok());
+  EXPECT_GT(pooled->rms_log_error, 0.05);
+}
+
+TEST(FitContentionCurve, OverheadWithinTheScatterIsNotKept) {
+  // o = 0.03 under +-4% alternating scatter on 8 points: the F-test does not keep it.
+  std::vector<CurvePoint> pts;
+  for (int round = 0; round < 2; ++round) {
+    for (int n = 1; n <= 4; ++n) {
+      const double scatter = ((n + round) % 2 == 0) ? 1.04 : 0.96;
+      pts.push_back({static_cast<double>(n), scatter * 0.004 * ContentionFactor(n, 2, 0.1, 0.03), round});
+    }
+  }
+  auto fit = FitContentionCurve(pts, 2);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_FALSE(fit->overhead_kept) << fit->note;
+  EXPECT_EQ(fit->overhead, 0.0);
+  EXPECT_LT(fit->overhead_f, fit->overhead_f_critical);
+}
+
 TEST(FitContentionCurve, RejectsTooFewLevelsAndBadCosts) {
   EXPECT_FALSE(FitContentionCurve({{1, 0.01}, {1, 0.011}}, 2).ok());
   EXPECT_FALSE(FitContentionCurve({{1, 0.01}, {2, -1}}, 2).ok());
