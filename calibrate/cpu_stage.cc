@@ -643,56 +643,60 @@ void FitPin(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu
 // mean excess per start (de-contended like the costs) and the primary trace's costs without it.
 constexpr int kWarmupSamples = 10;
 
+double SampleUnits(const replay::SampleRecord& s) {
+  return static_cast<double>(s.width * s.height * std::max<int64_t>(1, s.frames));
+}
+
+// The worker samples with cpu_ns of each worker process of a trace, in start order: (rank, worker) for
+// persistent workers, (rank, epoch, worker) otherwise (a fresh process every epoch).
+std::vector<std::vector<const replay::SampleRecord*>> WorkerProcesses(const TraceData& t) {
+  const bool persistent = ManifestBool(t.manifest, "loader", "persistent_workers");
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<const replay::SampleRecord*>> by_key;
+  for (const auto& s : t.samples) {
+    if (s.worker >= 0 && s.cpu_ns >= 0) by_key[{s.rank, persistent ? 0 : s.epoch, s.worker}].push_back(&s);
+  }
+  std::vector<std::vector<const replay::SampleRecord*>> out;
+  for (auto& [key, list] : by_key) {
+    std::sort(list.begin(), list.end(), [](const auto* a, const auto* b) { return a->t_start_ns < b->t_start_ns; });
+    out.push_back(std::move(list));
+  }
+  return out;
+}
+
 void FitWorkerWarmup(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
   models::ModelParams& model = d->model;
-  struct Start {
-    double excess_cpu_s = 0;
-    double cpu_s = 0;
-  };
-  std::map<std::string, std::vector<double>> steady_per_unit;  // format -> cpu / unit, warm samples
-  std::vector<std::vector<std::vector<const replay::SampleRecord*>>> by_process(in.traces.size());
-  for (size_t ti = 0; ti < in.traces.size(); ++ti) {
-    // A worker process: (rank, worker) for persistent workers, (rank, epoch, worker) otherwise.
-    const bool persistent = ManifestBool(in.traces[ti].manifest, "loader", "persistent_workers");
-    std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<const replay::SampleRecord*>> by_process_key;
-    for (const auto& s : in.traces[ti].samples) {
-      if (s.worker >= 0 && s.cpu_ns >= 0) by_process_key[{s.rank, persistent ? 0 : s.epoch, s.worker}].push_back(&s);
-    }
-    for (auto& [key, list] : by_process_key) {
-      std::sort(list.begin(), list.end(), [](const auto* a, const auto* b) { return a->t_start_ns < b->t_start_ns; });
+  std::vector<std::vector<std::vector<const replay::SampleRecord*>>> processes;
+  std::map<std::string, std::vector<double>> warm_per_unit;  // format -> cpu / unit of warm samples
+  for (const auto& t : in.traces) {
+    processes.push_back(WorkerProcesses(t));
+    for (const auto& list : processes.back()) {
       for (size_t o = kWarmupSamples; o < list.size(); ++o) {
-        const double units = static_cast<double>(list[o]->width * list[o]->height * std::max<int64_t>(1, list[o]->frames));
-        if (units > 0) steady_per_unit[list[o]->format].push_back(list[o]->cpu_ns * kNs / units);
+        if (SampleUnits(*list[o]) > 0) warm_per_unit[list[o]->format].push_back(list[o]->cpu_ns * kNs / SampleUnits(*list[o]));
       }
-      if (list.size() >= 2 * kWarmupSamples) by_process[ti].push_back(list);
     }
   }
   std::map<std::string, double> steady;
-  for (const auto& [format, v] : steady_per_unit) {
+  for (const auto& [format, v] : warm_per_unit) {
     if (v.size() >= 20) steady[format] = QuantileNearestRank(v, 0.5);
   }
+  // Excess of each start with a complete warm-up window and a later steady phase.
   std::vector<double> excess;
-  double primary_excess = 0, primary_cpu = 0;
-  for (size_t ti = 0; ti < in.traces.size(); ++ti) {
-    for (const auto& list : by_process[ti]) {
+  double primary_excess = 0;
+  for (size_t ti = 0; ti < processes.size(); ++ti) {
+    for (const auto& list : processes[ti]) {
+      if (list.size() < 2 * kWarmupSamples) continue;
       double e = 0;
       bool known = true;
-      for (int o = 0; o < kWarmupSamples; ++o) {
+      for (int o = 0; o < kWarmupSamples && known; ++o) {
         const auto* s = list[static_cast<size_t>(o)];
         auto it = steady.find(s->format);
-        if (it == steady.end()) {
-          known = false;
-          break;
-        }
-        e += s->cpu_ns * kNs - it->second * static_cast<double>(s->width * s->height * std::max<int64_t>(1, s->frames));
+        known = it != steady.end();
+        if (known) e += s->cpu_ns * kNs - it->second * SampleUnits(*s);
       }
       if (!known) continue;
       excess.push_back(e);
       if (ti == 0) primary_excess += std::max(0.0, e);
     }
-  }
-  for (const auto& s : in.primary().samples) {
-    if (s.worker >= 0 && s.cpu_ns >= 0) primary_cpu += s.cpu_ns * kNs;
   }
   nlohmann::json q = {{"warm_after_samples", kWarmupSamples}, {"starts", excess.size()}};
   if (excess.size() < 3) {
@@ -704,23 +708,25 @@ void FitWorkerWarmup(const CalibrationInput& in, CalibrationDraft* d, nlohmann::
   }
   // cpu_ns -> the model's CPU seconds: the factor worker_cost_scale puts on the primary's recorded
   // decode+augment wall, over their cpu_ns (contention removed, repetitions' level, worker overhead).
-  double primary_wall = 0, primary_stage_cpu = 0;
+  double primary_cpu = 0, primary_wall = 0, primary_stage_cpu = 0;
   for (const auto& s : in.primary().samples) {
     if (s.worker < 0 || s.cpu_ns < 0) continue;
+    primary_cpu += s.cpu_ns * kNs;
     primary_wall += (s.decode_ns + s.augment_ns) * kNs;
     primary_stage_cpu += s.cpu_ns * kNs * (s.decode_ns + s.augment_ns) /
                          std::max<double>(1, static_cast<double>(s.read_ns + s.decode_ns + s.augment_ns));
   }
   const double scale = model.cpu.worker_cost_scale;
   const double cpu_to_model = primary_stage_cpu > 0 ? scale * primary_wall / primary_stage_cpu : 1.0;
-  const double mean_excess = std::max(0.0, MeanOf(excess));
   const double primary_share = primary_cpu > 0 ? std::min(0.5, primary_excess / primary_cpu) : 0;
-  model.cpu.worker_warmup_cpu_s = mean_excess * cpu_to_model;
+  model.cpu.worker_warmup_cpu_s = std::max(0.0, MeanOf(excess)) * cpu_to_model;
   model.cpu.worker_cost_scale = scale * (1 - primary_share);
   SetProvenance(&model, "cpu.worker_warmup_cpu_s", false,
-                fmt::format("mean excess thread CPU of a worker's first {} samples over its later ones per unit, "
+                fmt::format("mean excess thread CPU of a worker's first {} samples over the steady cost per unit, "
                             "{} worker starts",
                             kWarmupSamples, excess.size()));
+  model.info["cpu.worker_cost_scale"].source +=
+      fmt::format(", x {:.4f}: without the warm-up excess of the trace's own worker starts", 1 - primary_share);
   q["excess_cpu_s"] = QuantileSummary(excess);
   q["primary_share_of_cpu"] = primary_share;
   (*cpu_quality)["worker_warmup"] = q;
