@@ -4,7 +4,12 @@
 // (docs/validation-format.md) + DIR/report.md. Exit 4 when a requested check fails (thresholds in the
 // spec, correctness of the delivered samples, completeness of the runs). The work is
 // validation/orchestrator.h; this file parses flags and prints.
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -12,22 +17,80 @@
 
 #include "cli/cli_util.h"
 #include "cli/verb_registry.h"
+#include "common/json_fields.h"
 #include "validation/analysis.h"
 #include "validation/experiment_spec.h"
 #include "validation/orchestrator.h"
 #include "validation/report_writer.h"
 #include "validation/runner.h"
 
+extern char** environ;
+
 namespace simreplay::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A multi-node suite (schema simreplay.multinode-suite/1, docs/validation.md "Multi-node cases"): the
+// namespaces, shaped NICs and torchrun ranks are driven by validation/suite/multinode.py, which validate
+// runs with the same options (its output on this terminal) and whose verdict it returns: 0 pass, 4 a
+// gate or correctness check failed, 77 skipped (not root, as ctest's SKIP_RETURN_CODE), 1 otherwise.
+constexpr int kExitSkippedNotRoot = 77;
+int RunMultiNodeSuite(const std::string& verb, const std::string& spec_path, const std::string& out_dir,
+                      const std::string& ingest_dir, const std::string& data_dir, const std::string& python,
+                      const std::string& capture_path, int reps) {
+  const char* env = std::getenv("SIMREPLAY_MULTINODE_SCRIPT");
+  const std::string script = env != nullptr && *env != '\0'
+                                 ? std::string(env)
+                                 : (fs::path(capture_path).parent_path() / "validation" / "suite" / "multinode.py").string();
+  if (capture_path.empty() || !fs::exists(script)) {
+    return Fail(verb, Status::NotFound("the multi-node suite driver validation/suite/multinode.py was not found (set "
+                                       "SIMREPLAY_MULTINODE_SCRIPT or --capture-path)"));
+  }
+  if (!ingest_dir.empty() && fs::absolute(ingest_dir).lexically_normal() != fs::absolute(out_dir).lexically_normal()) {
+    std::fprintf(stderr, "%s: a multi-node suite re-analyses the runs in --out: give --ingest the same directory\n",
+                 verb.c_str());
+    return kExitUsage;
+  }
+  std::vector<std::string> args = {python, script, "--spec", fs::absolute(spec_path).string(), "--out", out_dir,
+                                   "--bin", validation::SelfExecutable()};
+  if (reps > 0) args.insert(args.end(), {"--reps", std::to_string(reps)});
+  if (!data_dir.empty()) args.insert(args.end(), {"--data", data_dir});
+  if (!ingest_dir.empty()) args.push_back("--ingest");
+  std::vector<char*> argv_c;
+  for (auto& a : args) argv_c.push_back(a.data());
+  argv_c.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv_c[0], nullptr, nullptr, argv_c.data(), environ) != 0) {
+    return Fail(verb, Status::Internal("could not start " + python + " " + script));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return Fail(verb, Status::Internal("lost the multi-node suite's process"));
+  }
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (code == 0 || code == kExitCheckFailed) return code;
+  if (code == kExitSkippedNotRoot) {
+    std::fprintf(stderr, "%s: the multi-node suite needs root (network namespaces, tc): skipped (exit 77)\n",
+                 verb.c_str());
+    return code;
+  }
+  std::fprintf(stderr, "%s: the multi-node suite failed (exit %d)\n", verb.c_str(), code);
+  return kExitFailure;
+}
+
+bool IsMultiNodeSuite(const std::string& spec_path) {
+  auto json = ReadJsonFile(spec_path);
+  return json.ok() && json->is_object() && json->value("schema", std::string()) == "simreplay.multinode-suite/1";
+}
 
 int RunValidate(int argc, char** argv) {
   CLI::App app{
       "Validate predictions against real runs: A/B runs of the bench pipeline (or any command that writes a\n"
       "capture trace and a bench-style summary), interleaved repetitions, bootstrap intervals, correctness of the\n"
       "delivered samples, predicted vs measured. Writes DIR/validation.json and DIR/report.md.\n"
+      "A multi-node suite spec (simreplay.multinode-suite/1) runs real DDP ranks across network namespaces\n"
+      "(validation/suite/multinode.py, as root): DIR/multinode.json and DIR/report.md.\n"
       "The accelerator step is emulated (sleep) in every run and prediction."};
   app.name(argv[0]);
   std::string spec_path, out_dir, ingest_dir, data_dir, python = "/usr/bin/python3", capture_path;
@@ -51,6 +114,10 @@ int RunValidate(int argc, char** argv) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   const std::string verb = "simreplay validate";
+  if (IsMultiNodeSuite(spec_path)) {
+    return RunMultiNodeSuite(verb, spec_path, out_dir, ingest_dir, data_dir, python,
+                             capture_path.empty() ? validation::FindCapturePath() : capture_path, reps);
+  }
   auto loaded = validation::LoadExperimentSpec(spec_path);
   if (!loaded.ok()) return Fail(verb, loaded.status());
   validation::ValidateOptions options;

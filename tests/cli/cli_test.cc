@@ -135,4 +135,32 @@ TEST(Cli, UsageErrorsAndHelp) {
   EXPECT_EQ(RunCli("what-if --help").exit_code, 0);
 }
 
+// validate hands a multi-node suite spec to its driver (validation/suite/multinode.py, replaced here by a
+// stand-in that records its arguments and exits with a chosen code) and returns the driver's verdict;
+// the real driver runs in the validation_multinode test (root, network namespaces).
+TEST(Cli, ValidateRunsAMultiNodeSpecThroughItsDriver) {
+  fs::path dir = Fresh("validate_multinode");
+  const std::string spec = std::string(SIMREPLAY_SOURCE_DIR) + "/validation/suite/multinode.json";
+  const fs::path driver = dir / "driver.sh";
+  std::ofstream(driver) << "#!/bin/sh\necho \"$@\" > " << (dir / "args").string() << "\nexit \"$DRIVER_EXIT\"\n";
+  fs::permissions(driver, fs::perms::owner_all);
+  const std::string env = "SIMREPLAY_MULTINODE_SCRIPT=" + driver.string() + " ";
+  for (int code : {0, 4, 77, 9}) {
+    const std::string cmd = "env " + env + "DRIVER_EXIT=" + std::to_string(code) + " " + SIMREPLAY_BINARY +
+                            " validate " + spec + " --out " + (dir / "out").string() +
+                            " --reps 3 --python /bin/sh 2>/dev/null";
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), code == 9 ? 1 : code) << code;
+  }
+  const std::string args = Slurp((dir / "args").string());
+  EXPECT_NE(args.find("--spec " + fs::absolute(spec).string()), std::string::npos) << args;
+  EXPECT_NE(args.find("--reps 3"), std::string::npos) << args;
+  EXPECT_NE(args.find("--bin "), std::string::npos) << args;
+  // --ingest re-analyses the runs in --out: another directory is refused before anything runs.
+  auto r = RunCli("validate " + spec + " --out " + (dir / "out").string() + " --ingest " + (dir / "x").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--ingest"), std::string::npos) << r.output;
+}
+
 }  // namespace

@@ -19,7 +19,9 @@
 4. Prediction: `simreplay simulate` of 300 steps (steady state; the real runs exclude warm-up steps).
 5. Comparison of medians (95% bootstrap intervals of the measured median): throughput, step time,
    GPU idle, exposed collective time per step. Gates: median |throughput error| <= 10% and every
-   |step time error| <= 15%. Exit 0 pass, 4 gate failed, 77 not root, 1 failure.
+   |step time error| <= 15%, and correctness of every run (every rank ran every step, the ranks'
+   parameters agree after training, the ranks' DistributedSampler shards are disjoint within each
+   epoch). Exit 0 pass, 4 gate failed, 77 not root, 1 failure.
 Writes OUT/multinode.json, OUT/report.md, OUT/runs/, OUT/probes/, OUT/models/, OUT/predictions/.
 """
 from __future__ import annotations
@@ -106,6 +108,47 @@ def measured_metrics(summary: Dict[str, Any]) -> Dict[str, float]:
             "gpu_idle_fraction": summary["gpu_idle_fraction"],
             "collective_time_s": summary["collective_time_s"]["mean"],
             "data_wait_s": summary["data_wait_s"]["mean"]}
+
+
+def check_run(summary: Dict[str, Any], run_dir: str, steps: int) -> List[str]:
+    """Correctness of one DDP run (empty when it holds): every rank ran every step, every rank ends with
+    the same parameters (DDP's all-reduce kept the replicas equal), and within each epoch the ranks'
+    DistributedSampler shards are disjoint (read from the rank traces' sample records)."""
+    import gzip
+    problems: List[str] = []
+    ranks = summary.get("ranks") or []
+    if len(ranks) != summary.get("world_size"):
+        problems.append(f"{len(ranks)} rank summaries for world size {summary.get('world_size')}")
+    for r in ranks:
+        if r.get("steps") != steps:
+            problems.append(f"rank {r.get('rank')} ran {r.get('steps')} steps, not {steps}")
+    digests = {r.get("param_sha256") for r in ranks}
+    if None in digests:
+        problems.append("a rank recorded no parameter digest")
+    elif len(digests) != 1:
+        problems.append(f"the ranks' parameters differ after training ({len(digests)} distinct digests)")
+    seen: Dict[int, Dict[int, set]] = {}  # epoch -> rank -> indices
+    for r in range(summary.get("world_size") or 0):
+        # the recorder names a rank's trace t.rank<r>.jsonl.gz, or t.jsonl.gz in a one-rank job
+        names = [f"t.rank{r}.jsonl.gz"] + (["t.jsonl.gz"] if summary.get("world_size") == 1 else [])
+        path = next((os.path.join(run_dir, n) for n in names if os.path.exists(os.path.join(run_dir, n))), "")
+        if not path:
+            problems.append(f"no trace of rank {r}")
+            continue
+        with gzip.open(path, "rt") as f:
+            for line in f:
+                rec = json.loads(line)
+                if rec.get("type") == "sample":
+                    seen.setdefault(rec["epoch"], {}).setdefault(r, set()).add(rec["index"])
+    for epoch, by_rank in sorted(seen.items()):
+        owner: Dict[int, int] = {}
+        for r, indices in by_rank.items():
+            for i in indices:
+                if i in owner and owner[i] != r:
+                    problems.append(f"epoch {epoch}: sample {i} loaded by ranks {owner[i]} and {r}")
+                    break
+                owner[i] = r
+    return problems
 
 
 def calibrate(binary: str, trace: str, probe: str, model: str, extra: List[str]) -> None:
@@ -233,6 +276,14 @@ def main(argv: Optional[List[str]] = None) -> int:
 def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: str, elapsed_s: float) -> int:
     bs = spec["bootstrap"]
     measured: Dict[str, Dict[str, Any]] = {}
+    correctness: Dict[str, Any] = {"runs_checked": 0, "problems": []}
+    for r in runs:
+        if r["exit_code"] != 0 or not r["summary"]:
+            continue
+        correctness["runs_checked"] += 1
+        for p in check_run(json.load(open(r["summary"])), r["dir"], spec["run"]["steps"]):
+            correctness["problems"].append(f"{r['case']} r{r['rep']}: {p}")
+    correctness["pass"] = correctness["runs_checked"] > 0 and not correctness["problems"]
     for c in spec["cases"]:
         ok = [r for r in runs if r["case"] == c["name"] and r["exit_code"] == 0 and r["summary"]]
         sums = [json.load(open(r["summary"])) for r in ok]
@@ -284,7 +335,7 @@ def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: 
     median_thr = statistics.median(thr_err) if thr_err else None
     max_step = max(step_err) if step_err else None
     passed = (not failed and median_thr is not None and median_thr <= th["median_train_throughput_error_pct"]
-              and max_step <= th["max_step_time_error_pct"])
+              and max_step <= th["max_step_time_error_pct"] and correctness["pass"])
     fresh = {c["name"] for c in spec["cases"] if c.get("fresh")}
     fresh_thr = [abs(e["error"]["train_throughput_samples_per_s"]) for e in results
                  if e["case"] in fresh and isinstance(e.get("error"), dict)]
@@ -297,7 +348,7 @@ def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: 
            "thresholds": {"median_abs_train_throughput_error_pct": {"value": median_thr,
                                                                     "limit": th["median_train_throughput_error_pct"]},
                           "max_abs_step_time_error_pct": {"value": max_step, "limit": th["max_step_time_error_pct"]}},
-           "cases_without_prediction": failed, "elapsed_s": elapsed_s,
+           "cases_without_prediction": failed, "elapsed_s": elapsed_s, "correctness": correctness,
            "accelerator": "emulated (every step's compute is a sleep; the all-reduce is real gloo over shaped veths)"}
     tmp = os.path.join(out, "multinode.json.tmp")
     json.dump(doc, open(tmp, "w"), indent=1, sort_keys=True)
@@ -339,6 +390,10 @@ def render(doc: Dict[str, Any]) -> str:
                   f"{t['median_abs_train_throughput_error_pct']['limit']}%), max |step time error| "
                   f"{'n/a' if v2 is None else f'{v2:.1f}%'} (limit {t['max_abs_step_time_error_pct']['limit']}%): "
                   + ("PASS" if doc["pass"] else "FAIL"), ""]
+    cor = doc.get("correctness") or {}
+    lines += [f"correctness ({cor.get('runs_checked', 0)} runs: every rank ran every step, the ranks' parameters "
+              f"agree after training, the ranks' samples are disjoint within each epoch): "
+              + ("pass" if cor.get("pass") else "FAIL: " + "; ".join(cor.get("problems", [])[:10])), ""]
     f = doc.get("fresh_cases") or {}
     if f.get("cases"):
         m1, m2 = f["median_abs_train_throughput_error_pct"], f["max_abs_step_time_error_pct"]

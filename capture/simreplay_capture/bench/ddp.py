@@ -12,6 +12,7 @@ summary (--summary-json) with the global throughput and every rank's numbers.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -189,13 +190,18 @@ def run_ddp(args: argparse.Namespace) -> Dict[str, Any]:
             dc.close()
     peak = max(mem.stop(), getattr(rec, "mem_peak_bytes", 0) or 0)
     wall = (t_end - t_warm) if t_warm is not None else 0.0
+    # DDP's invariant, checked by the validation suite: every rank ends with the same parameters.
+    digest = hashlib.sha256()
+    for p in model.parameters():
+        digest.update(p.detach().cpu().contiguous().numpy().tobytes())
     mine = {"rank": rank, "samples": samples_after, "wall_s": wall,
             "throughput_samples_per_s": samples_after / wall if wall > 0 else 0.0,
             "data_wait_s": _stats(waits), "step_time_s": _stats(steps), "collective_time_s": _stats(comms),
             "step_interval_s": _stats(intervals),
             "gpu_idle_fraction": max(0.0, 1 - sum(computes) / wall) if wall > 0 else None,
             "time_to_first_batch_s": t_first, "peak_host_memory_bytes": peak,
-            "trace": None if args.no_capture else rec.path, "straggler": rank == args.straggler_rank}
+            "trace": None if args.no_capture else rec.path, "straggler": rank == args.straggler_rank,
+            "steps": n, "param_sha256": digest.hexdigest()}
     everyone: List[Any] = [None] * world
     dist.all_gather_object(everyone, mine)
     # no destroy_process_group(): the process leaves with os._exit (main_ddp), see the note there
