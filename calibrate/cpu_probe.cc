@@ -40,6 +40,8 @@ Status ReadNumber(const std::string& path, const nlohmann::json& object, const s
 constexpr double kGridStep = 0.0025;
 constexpr double kMaxSlowdown = 1.5;
 constexpr double kMaxOverhead = 3.0;
+// A wake-up delay beyond a minute is no measurement (and would overflow the fit's sums).
+constexpr double kMaxWakeDelayS = 60.0;
 
 struct GridFit {
   double s = 0, o = 0, log_c0 = 0, rms = std::numeric_limits<double>::infinity(), sse = 0;
@@ -296,6 +298,9 @@ Result<CpuProbe> ReadCpuProbeFile(const std::string& path) {
           std::pair{"wake_delay_s_mean", &point.wake_delay_s}}) {
       if (p.contains(key)) SIMREPLAY_RETURN_IF_ERROR(ReadNumber(path, p, where, key, false, out));
     }
+    if (point.wake_delay_s > kMaxWakeDelayS) {
+      return FieldError(path, where + ".wake_delay_s_mean", "a delay in [0, 60] s", p["wake_delay_s_mean"]);
+    }
     if (p.contains("loadavg_1m") && p["loadavg_1m"].is_array() && !p["loadavg_1m"].empty() &&
         p["loadavg_1m"][0].is_number()) {
       point.loadavg_1m = p["loadavg_1m"][0].get<double>();
@@ -307,6 +312,9 @@ Result<CpuProbe> ReadCpuProbeFile(const std::string& path) {
     if (!b.is_object()) return FieldError(path, "baseline_wake", "an object", b);
     SIMREPLAY_RETURN_IF_ERROR(
         ReadNumber(path, b, "baseline_wake", "delay_s_mean", false, &probe.baseline_wake_delay_s));
+    if (probe.baseline_wake_delay_s > kMaxWakeDelayS) {
+      return FieldError(path, "baseline_wake.delay_s_mean", "a delay in [0, 60] s", b["delay_s_mean"]);
+    }
   }
   return probe;
 }

@@ -199,6 +199,9 @@ TEST(ReadCpuProbeFile, BadInputNamesFileAndField) {
            {R"({"schema": "simreplay.probe-cpu/1", "host": {"cores": 2}, "baseline_wake": 3, "points": [)" + ok_point +
                 "]}",
             "baseline_wake"},
+           {ProbeDoc(R"({"workers": 1, "wall_s": 2, "throughput_samples_per_s": 200, "getitem_cpu_s_mean": 0.004,
+                        "getitem_wall_s_mean": 0.0045, "main_cpu_s": 0.2, "wake_delay_s_mean": 1e300})"),
+            "points[0].wake_delay_s_mean"},
            {"[1, 2]", "(document)"},
        }) {
     const std::string path = dir.Write("p.json", c.text);
