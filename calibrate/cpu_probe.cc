@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/json_fields.h"
+#include "models/model_params.h"
 
 namespace simreplay::calibrate {
 
@@ -191,7 +192,7 @@ double ProbeForeignBusyCores(const CpuProbe& probe) {
 }
 
 double WakeDelayFit::Delay(double running, int cores) const {
-  return base_s + per_excess_s * std::max(0.0, running + 1 - std::max(1, cores));
+  return models::WakeupDelayS(base_s, per_excess_s, running, cores);
 }
 
 nlohmann::json WakeDelayFit::ToJson() const {

@@ -330,8 +330,9 @@ double RepetitionsCostRatio(const CalibrationInput& in, const CalibrationDraft& 
   auto level = [&](size_t i) {
     double sum = 0;
     int64_t n = 0;
+    const bool with_workers = ManifestInt(in.traces[i].manifest, "loader", "num_workers", 0) > 0;
     for (const auto& s : in.traces[i].samples) {
-      if (s.worker < 0 && ManifestInt(in.traces[i].manifest, "loader", "num_workers", 0) > 0) continue;
+      if (s.worker < 0 && with_workers) continue;  // the loader's samples only, not inline ones
       sum += (s.decode_ns + s.augment_ns) * kNs;
       ++n;
     }

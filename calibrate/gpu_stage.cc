@@ -78,9 +78,7 @@ Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
         host_cpu.push_back(static_cast<double>(s.cpu_ns) * kNs / micro);
       }
       if (remove_wakeup) {
-        const double delay_s = cpu.wakeup_delay_s + cpu.wakeup_delay_per_excess_s *
-                                                        std::max(0, running[i] + 1 - cores);
-        const double removed_s = std::min(delay_s, accel_ns * kNs);
+        const double removed_s = std::min(models::WakeupDelayS(cpu, running[i], cores), accel_ns * kNs);
         accel_ns -= removed_s / kNs;
         wakeup_removed_s += removed_s;
         ++wakeup_steps;

@@ -1,6 +1,7 @@
 #include "cli/cli_util.h"
 
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,8 @@
 #include <filesystem>
 
 #include "cli/verb_registry.h"
+
+extern "C" char** environ;
 
 namespace simreplay::cli {
 
@@ -97,6 +100,26 @@ Result<std::string> RunCommand(const std::vector<std::string>& argv) {
                            (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 127 ? ", not found in PATH?" : "") + ")");
   }
   return out;
+}
+
+Result<int> RunInTerminal(const std::vector<std::string>& argv, const std::vector<std::string>* env) {
+  std::vector<std::string> args = argv, vars = env != nullptr ? *env : std::vector<std::string>();
+  std::vector<char*> cargv, cenv;
+  for (auto& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  for (auto& v : vars) cenv.push_back(v.data());
+  cenv.push_back(nullptr);
+  pid_t pid = 0;
+  std::fflush(nullptr);
+  if (int rc = ::posix_spawn(&pid, cargv[0], nullptr, nullptr, cargv.data(), env != nullptr ? cenv.data() : environ);
+      rc != 0) {
+    return Status::IoError(argv[0] + ": cannot run: " + std::strerror(rc));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return Status::IoError(argv[0] + ": lost the child process: " + std::strerror(errno));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 std::string AbsolutePath(const std::string& path) {

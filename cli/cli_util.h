@@ -29,6 +29,11 @@ Status WriteAndPrintSweep(const std::string& out_dir, const std::string& scenari
 // its stdout. Fails (kIoError) when it cannot start or exits non-zero, naming the command.
 Result<std::string> RunCommand(const std::vector<std::string>& argv);
 
+// Runs argv[0] (a path) with the arguments and `env` (this process's environment when null), its
+// output on this terminal, and returns its exit code (128 + the signal when a signal ended it). Fails
+// (kIoError, naming the command) only when it cannot start.
+Result<int> RunInTerminal(const std::vector<std::string>& argv, const std::vector<std::string>* env = nullptr);
+
 // The absolute, normalised form of `path` (it need not exist).
 std::string AbsolutePath(const std::string& path);
 

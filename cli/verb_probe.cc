@@ -1,11 +1,8 @@
 // `simreplay probe storage PATH`: measures the storage under PATH (calibrate/storage_probe.h) and
 // writes a simreplay.probe/1 document (docs/probe-format.md).
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +14,7 @@
 
 #include "calibrate/network_fit.h"
 #include "calibrate/storage_probe.h"
+#include "cli/cli_util.h"
 #include "cli/verb_registry.h"
 #include "common/atomic_file.h"
 #include "validation/runner.h"
@@ -156,23 +154,14 @@ int RunProbeNetwork(const NetworkProbeArgs& a) {
   env.push_back("PYTHONPATH=" + capture + (old && *old ? std::string(":") + old : ""));
   for (char** e = environ; *e != nullptr; ++e)
     if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env.emplace_back(*e);
-  std::vector<char*> cargv, cenv;
-  for (auto& s : argv) cargv.push_back(s.data());
-  cargv.push_back(nullptr);
-  for (auto& s : env) cenv.push_back(s.data());
-  cenv.push_back(nullptr);
-  pid_t pid = 0;
-  if (int rc = ::posix_spawn(&pid, a.python.c_str(), nullptr, nullptr, cargv.data(), cenv.data()); rc != 0) {
-    std::fprintf(stderr, "%scannot run %s: %s\n", kNet, a.python.c_str(), std::strerror(rc));
+  auto run = RunInTerminal(argv, &env);
+  if (!run.ok()) {
+    std::fprintf(stderr, "%s%s\n", kNet, run.status().message().c_str());
     return kExitFailure;
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::fprintf(stderr, "%sthe probe failed (exit %d)\n", kNet, code);
-    return code == 2 ? kExitUsage : kExitFailure;
+  if (*run != 0) {
+    std::fprintf(stderr, "%sthe probe failed (exit %d)\n", kNet, *run);
+    return *run == 2 ? kExitUsage : kExitFailure;
   }
   const char* rank = std::getenv("RANK");
   if (rank != nullptr && std::strcmp(rank, "0") != 0) return kExitOk;  // rank 0 writes the document

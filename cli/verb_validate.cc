@@ -4,10 +4,6 @@
 // (docs/validation-format.md) + DIR/report.md. Exit 4 when a requested check fails (thresholds in the
 // spec, correctness of the delivered samples, completeness of the runs). The work is
 // validation/orchestrator.h; this file parses flags and prints.
-#include <spawn.h>
-#include <sys/wait.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -23,8 +19,6 @@
 #include "validation/orchestrator.h"
 #include "validation/report_writer.h"
 #include "validation/runner.h"
-
-extern char** environ;
 
 namespace simreplay::cli {
 namespace {
@@ -57,18 +51,9 @@ int RunMultiNodeSuite(const std::string& verb, const std::string& spec_path, con
   if (reps > 0) args.insert(args.end(), {"--reps", std::to_string(reps)});
   if (!data_dir.empty()) args.insert(args.end(), {"--data", data_dir});
   if (!ingest_dir.empty()) args.push_back("--ingest");
-  std::vector<char*> argv_c;
-  for (auto& a : args) argv_c.push_back(a.data());
-  argv_c.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, argv_c[0], nullptr, nullptr, argv_c.data(), environ) != 0) {
-    return Fail(verb, Status::Internal("could not start " + python + " " + script));
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Fail(verb, Status::Internal("lost the multi-node suite's process"));
-  }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  auto run = RunInTerminal(args);
+  if (!run.ok()) return Fail(verb, run.status());
+  const int code = *run;
   if (code == 0 || code == kExitCheckFailed) return code;
   if (code == kExitSkippedNotRoot) {
     std::fprintf(stderr, "%s: the multi-node suite needs root (network namespaces, tc): skipped (exit 77)\n",

@@ -47,6 +47,16 @@ struct CpuParams {
   double wakeup_delay_per_excess_s = 0;
 };
 
+// The scheduler wake-up delay d(n) = base_s + per_excess_s x max(0, n + 1 - C) of a thread that blocked,
+// with n CPU executions running beside it on C cores (CpuParams::wakeup_delay_*).
+inline double WakeupDelayS(double base_s, double per_excess_s, double running, int cores) {
+  const double excess = running + 1 - (cores > 1 ? cores : 1);
+  return base_s + per_excess_s * (excess > 0 ? excess : 0);
+}
+inline double WakeupDelayS(const CpuParams& cpu, double running, int cores) {
+  return WakeupDelayS(cpu.wakeup_delay_s, cpu.wakeup_delay_per_excess_s, running, cores);
+}
+
 struct StorageParams {
   // "recorded": each read takes its recorded read time (page cache and device as captured).
   // "model": latency + bytes / bandwidth on a shared device with a concurrency cap.

@@ -73,9 +73,7 @@ void NodeState::Execute(double cpu_s) {
 }
 
 double NodeState::WakeUp() {
-  const models::CpuParams& cpu = input_.model.cpu;
-  const double delay_s = cpu.wakeup_delay_s + cpu.wakeup_delay_per_excess_s *
-                                                  std::max(0, running_executions_ + 1 - std::max(1, config_.cpu_cores));
+  const double delay_s = models::WakeupDelayS(input_.model.cpu, running_executions_, config_.cpu_cores);
   if (delay_s > 0) sg4::this_actor::sleep_for(delay_s);
   return delay_s;
 }

@@ -251,16 +251,24 @@ void ReadMeasurements(const std::vector<RunRecord>& runs, const std::string& run
   }
 }
 
+namespace {
+
+// The measured train throughput of a successful, read train run of the case; nullptr otherwise.
+const double* MeasuredTrainThroughput(const RunRecord& run, const AnalysisInput& input, const std::string& case_name) {
+  if (run.plan.discarded || run.plan.case_name != case_name || run.plan.kind != "train") return nullptr;
+  auto it = input.metrics.find(run.plan.id);
+  if (it == input.metrics.end() || !input.facts.count(run.plan.id)) return nullptr;
+  auto tp = it->second.values.find(kTrainThroughput);
+  return tp == it->second.values.end() ? nullptr : &tp->second;
+}
+
+}  // namespace
+
 const RunRecord* CalibrationRun(const std::vector<RunRecord>& runs, const AnalysisInput& input,
                                 const std::string& case_name) {
   std::vector<std::pair<double, const RunRecord*>> candidates;
   for (const auto& run : runs) {
-    if (run.plan.discarded || run.plan.case_name != case_name || run.plan.kind != "train") continue;
-    auto it = input.metrics.find(run.plan.id);
-    if (it == input.metrics.end() || !input.facts.count(run.plan.id)) continue;
-    auto tp = it->second.values.find(kTrainThroughput);
-    if (tp == it->second.values.end()) continue;
-    candidates.push_back({tp->second, &run});
+    if (const double* tp = MeasuredTrainThroughput(run, input, case_name)) candidates.push_back({*tp, &run});
   }
   if (candidates.empty()) return nullptr;
   std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
@@ -275,11 +283,7 @@ std::vector<const RunRecord*> CalibrationRuns(const std::vector<RunRecord>& runs
   if (chosen == nullptr) return {};
   std::vector<const RunRecord*> out = {chosen};
   for (const auto& run : runs) {
-    if (&run == chosen || run.plan.discarded || run.plan.case_name != case_name || run.plan.kind != "train") continue;
-    auto it = input.metrics.find(run.plan.id);
-    if (it == input.metrics.end() || !input.facts.count(run.plan.id) || !it->second.values.count(kTrainThroughput))
-      continue;
-    out.push_back(&run);
+    if (&run != chosen && MeasuredTrainThroughput(run, input, case_name) != nullptr) out.push_back(&run);
   }
   return out;
 }
