@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "models/error_band.h"
 
 namespace simreplay::plan {
 
@@ -85,14 +86,8 @@ struct NetworkSpec {
 };
 
 // Relative errors of predicted training throughput, (predicted - measured) / measured, from the
-// validation history (docs/validation.md); overridable.
-struct UncertaintySpec {
-  double error_low = -0.208;
-  double error_high = 0.131;
-  std::string source =
-      "docs/validation.md, the two quiet suite runs of 2026-12-01 (commits 76c8f82 and 28e4ca7): train "
-      "throughput errors -20.8% to +13.1% (held-out and development cases)";
-};
+// validation history (models/error_band.h); overridable in the plan file.
+using UncertaintySpec = models::ErrorBand;
 
 // How long candidates are simulated before extrapolating (docs/planning.md, "Steady state").
 struct SimulationSpec {

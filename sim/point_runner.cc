@@ -152,6 +152,7 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
     cached = cache->emplace(cache_key, std::make_shared<const replay::SampleCostTable>(std::move(*costs))).first;
   }
   point.costs = cached->second;
+  point.trace_path = trace;
   point.input.costs = point.costs.get();
   point.warnings = point.costs->warnings;
   const auto& manifest = point.costs->manifest;

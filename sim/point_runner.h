@@ -26,6 +26,7 @@ using CostCache = std::map<std::string, std::shared_ptr<const replay::SampleCost
 struct PreparedPoint {
   SimInput input;
   std::shared_ptr<const replay::SampleCostTable> costs;
+  std::string trace_path;        // the trace the costs came from (resolved)
   std::string accelerator;       // "cuda" or "emulated"
   std::string accelerator_note;  // why
   std::string step_time_source;  // scenario | model | trace | default
