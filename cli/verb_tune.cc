@@ -86,7 +86,8 @@ int RunTune(int argc, char** argv) {
 
   Status s = MakeDirectories(out_dir);
   if (s.ok()) s = WriteFileAtomically(out_dir + "/tune.json", advise::TuneJson(scenario_path, *result, options).dump(2) + "\n");
-  if (s.ok() && !request.command.empty()) {
+  const bool changes = !(result->best.knobs == result->current.knobs);
+  if (s.ok() && !request.command.empty() && changes) {
     request.batch_size = scenario->loader.batch_size;
     request.steps = scenario->train.steps > 0 ? scenario->train.steps : 60;
     request.seed = scenario->seed;
@@ -98,11 +99,15 @@ int RunTune(int argc, char** argv) {
   std::fputs(advise::TuneText(*result).c_str(), stdout);
   std::fflush(stdout);
   for (const auto& w : result->profile.base_warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  std::printf("wrote %s/tune.json%s\n", out_dir.c_str(),
-              request.command.empty() ? " (give --command for an experiment spec on your own job)"
-                                      : (" and " + out_dir + "/experiment.json (run it: simreplay validate " + out_dir +
-                                         "/experiment.json --out DIR)")
-                                            .c_str());
+  std::string also;
+  if (!changes) {
+    also = " (no change to test: no experiment spec)";
+  } else if (request.command.empty()) {
+    also = " (give --command for an experiment spec on your own job)";
+  } else {
+    also = " and " + out_dir + "/experiment.json (run it: simreplay validate " + out_dir + "/experiment.json --out DIR)";
+  }
+  std::printf("wrote %s/tune.json%s\n", out_dir.c_str(), also.c_str());
   return kExitOk;
 }
 
