@@ -18,8 +18,8 @@
 namespace simreplay::advise {
 
 // A change counts as worth recommending only when the simulator predicts it to buy at least this
-// share of end-to-end throughput (docs/advice.md).
-inline constexpr double kMinRecommendedGain = 0.05;
+// share of end-to-end throughput (docs/advice.md; the one definition is models/error_band.h).
+inline constexpr double kMinRecommendedGain = models::kMinActionableGain;
 
 // The figures of one simulated point that advice compares.
 struct PointMetrics {

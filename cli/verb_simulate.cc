@@ -1,9 +1,13 @@
 // simreplay simulate SCENARIO.json --out DIR: one scenario point -> DIR/result.json, DIR/timeline.json.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 
 #include <CLI/CLI.hpp>
 
+#include "advise/causal_profile.h"
+#include "advise/diagnosis.h"
 #include "cli/cli_util.h"
 #include "cli/verb_registry.h"
 #include "common/atomic_file.h"
@@ -13,6 +17,26 @@
 
 namespace simreplay::cli {
 namespace {
+
+// The verdict comes from the causal profile (advise/causal_profile.h), never from the utilisation
+// signal: on one node it takes a few seconds, so simulate runs it; a cluster's is left to `diagnose`.
+void PrintCausalVerdict(const scenarios::Scenario& scenario, sim::CostCache* cache) {
+  if (scenario.cluster.nodes > 1) {
+    std::printf("verdict              run `simreplay diagnose` (a causal profile of %d nodes: one simulation per "
+                "relieved resource)\n",
+                scenario.cluster.nodes);
+    return;
+  }
+  advise::ProfileOptions options;
+  options.jobs = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  std::fflush(stdout);  // the profile forks: nothing buffered may be written twice
+  auto profile = advise::ProfileScenario(scenario, options, cache);
+  if (!profile.ok()) {
+    std::printf("verdict              not available: %s\n", profile.status().message().c_str());
+    return;
+  }
+  std::printf("verdict (causal)     %s\n", advise::Verdict(*profile).c_str());
+}
 
 int RunSimulate(int argc, char** argv) {
   CLI::App app{
@@ -70,8 +94,9 @@ int RunSimulate(int argc, char** argv) {
               m["data_wait_s"]["p95"].get<double>());
   std::printf("time to first batch  %12.4f s\n", m["time_to_first_batch_s"].get<double>());
   std::printf("peak host memory     %12.1f MiB\n", m["peak_host_memory_bytes"].get<double>() / (1 << 20));
-  std::printf("bottleneck           %s: %s\n", m["bottleneck"]["stage"].get<std::string>().c_str(),
+  std::printf("utilisation signal   %s: %s\n", m["bottleneck"]["stage"].get<std::string>().c_str(),
               m["bottleneck"]["evidence"].get<std::string>().c_str());
+  PrintCausalVerdict(*scenario, &cache);
   if (result->contains("measured")) {
     std::printf("measured (trace)     %12.2f samples/s: prediction error %+.1f %%\n",
                 (*result)["measured"]["train_throughput_samples_per_s"].get<double>(),

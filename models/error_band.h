@@ -19,6 +19,10 @@ struct ErrorBand {
 // A predicted value's interval [value x (1 + low), value x (1 + high)]: the measured value lies there
 // when the prediction errs as the validated ones did. The prediction overestimates by up to `high`,
 // so the real value can be as low as value / (1 + high); symmetric for `low`.
+// The smallest predicted gain any output (diagnose, tune, what-if) calls worth acting on: below it a
+// change is reported, never recommended (docs/advice.md).
+inline constexpr double kMinActionableGain = 0.05;
+
 inline double BandLow(const ErrorBand& b, double predicted) { return predicted / (1 + b.error_high); }
 inline double BandHigh(const ErrorBand& b, double predicted) { return predicted / (1 + b.error_low); }
 

@@ -11,6 +11,7 @@
 
 #include "common/atomic_file.h"
 #include "common/text_escape.h"
+#include "models/error_band.h"
 
 namespace simreplay::scenarios {
 
@@ -194,6 +195,8 @@ std::string ScalingChart(const std::vector<SweepResult>& points) {
 
 const std::vector<std::string>& CsvMetricColumns() {
   static const std::vector<std::string> columns = {"train_throughput_samples_per_s",
+                                                   "train_throughput_low_samples_per_s",
+                                                   "train_throughput_high_samples_per_s",
                                                    "pipeline_throughput_samples_per_s",
                                                    "gpu_idle_fraction",
                                                    "step_time_s.mean",
@@ -249,7 +252,7 @@ std::string SweepTable(const std::vector<SweepResult>& points) {
   std::string out;
   for (const auto& [axis, v] : points[0].axes) out += fmt::format("{:>22} ", axis);
   out += fmt::format("{:>12} {:>12} {:>8} {:>10} {:>10} {:>10}  {}\n", "train/s", "pipeline/s", "GPU idle",
-                     "wait p95 s", "1st batch s", "peak MiB", "bottleneck");
+                     "wait p95 s", "1st batch s", "peak MiB", "signal");
   for (const auto& p : points) {
     for (const auto& [axis, v] : p.axes) out += fmt::format("{:>22} ", Cell(&v));
     const auto& m = p.result["metrics"];
@@ -260,7 +263,42 @@ std::string SweepTable(const std::vector<SweepResult>& points) {
                     m["data_wait_s"]["p95"].get<double>(), m["time_to_first_batch_s"].get<double>(),
                     m["peak_host_memory_bytes"].get<double>() / (1 << 20), m["bottleneck"]["stage"].get<std::string>());
   }
-  return out;
+  return out + BestPointLine(points);
+}
+
+std::string BestPointLine(const std::vector<SweepResult>& points) {
+  if (points.size() < 2) return "";
+  auto train = [](const SweepResult& p) {
+    const auto* v = Lookup(p.result["metrics"], "train_throughput_samples_per_s");
+    return v != nullptr && v->is_number() ? v->get<double>() : 0.0;
+  };
+  auto label = [](const SweepResult& p) {
+    std::string l;
+    for (const auto& [axis, v] : p.axes) l += (l.empty() ? "" : ", ") + axis + "=" + Cell(&v);
+    return l;
+  };
+  // First of the maxima, then first of the rest: point order breaks ties (deterministic).
+  size_t best = 0;
+  for (size_t i = 1; i < points.size(); ++i) {
+    if (train(points[i]) > train(points[best])) best = i;
+  }
+  size_t next = best == 0 ? 1 : 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (i != best && train(points[i]) > train(points[next])) next = i;
+  }
+  const auto& m = points[best].result["metrics"];
+  const auto* low = Lookup(m, "train_throughput_low_samples_per_s");
+  const auto* high = Lookup(m, "train_throughput_high_samples_per_s");
+  const double margin = train(points[next]) > 0 ? train(points[best]) / train(points[next]) - 1 : 0;
+  std::string line = fmt::format("best (predicted): {} at {:.2f} samples/s", label(points[best]), train(points[best]));
+  if (low != nullptr && high != nullptr && low->is_number() && high->is_number()) {
+    line += fmt::format(" [{:.2f} .. {:.2f} with the validated error band]", low->get<double>(), high->get<double>());
+  }
+  line += fmt::format("; {:+.1f}% over the next best ({})", 100 * margin, label(points[next]));
+  if (margin < models::kMinActionableGain) {
+    line += fmt::format(": under {:.0f}%, not a difference to act on", 100 * models::kMinActionableGain);
+  }
+  return line + "\n";
 }
 
 std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepResult>& points) {
@@ -277,6 +315,8 @@ std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepR
             HtmlEscape(points[0].result.value("accelerator_note", "")) + ").";
   }
   html += " Simulated predictions, not measurements.</p>\n";
+  const std::string best = BestPointLine(points);
+  if (!best.empty()) html += "<p id=\"best\"><b>" + HtmlEscape(best) + "</b></p>\n";
   html += ScalingChart(points);
   html += Chart(points, "train_throughput_samples_per_s", "End-to-end training throughput (samples/s)");
   html += Chart(points, "pipeline_throughput_samples_per_s", "Data pipeline alone (samples/s)");

@@ -42,6 +42,10 @@ std::vector<ScalingPoint> ScalingCurve(const std::vector<SweepResult>& points, i
 std::string ScalingChart(const std::vector<SweepResult>& points);
 nlohmann::json SweepJson(const std::string& scenario_path, const std::vector<SweepResult>& points);
 std::string SweepTable(const std::vector<SweepResult>& points);
+// The best point by predicted end-to-end throughput, its interval and its margin over the next best
+// (a margin under models::kMinActionableGain is said to be no difference to act on); "" for fewer
+// than two points. SweepTable and SweepHtml show it.
+std::string BestPointLine(const std::vector<SweepResult>& points);
 std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepResult>& points);
 
 // Writes DIR/results.csv, DIR/results.json and DIR/report.html, each atomically. `what-if` and `merge`

@@ -104,9 +104,10 @@ Signals Measure(const SimInput& input, const SimRawStats& s) {
   return g;
 }
 
-// Named thresholds of the verdict rules (docs/result-format.md, "bottleneck"). Each is the share of
-// the run (or a ratio) at which a stage is called the limit; they were chosen so that a stage named
-// is one whose relief would change throughput, not tuned on a data set.
+// Named thresholds of the utilisation signal (docs/result-format.md, "bottleneck"). Each is the share
+// of the run (or a ratio) at which a stage's utilisation is flagged. This is a signal, not a causal
+// verdict: it recommends nothing, and `simreplay diagnose` (advise/causal_profile.h) is what says
+// which relief buys most.
 constexpr double kGpuBound = 0.90;               // GPU busy: the input pipeline keeps up
 constexpr double kStragglerRatio = 1.10;         // slowest rank's GPU time / fastest rank's
 constexpr double kStragglerWait = 0.10;          // ... while ranks spend this share in collectives (waiting)
@@ -138,7 +139,7 @@ const std::vector<Rule>& Rules() {
        [](const Signals& g) {
          return fmt::format(
              "each rank's share of the dataset is {} samples for batch_size {} ({} ranks): every step is a whole "
-             "epoch, so every step restarts the DataLoader; give more samples (train.dataset_samples) or fewer ranks",
+             "epoch, so every step restarts the DataLoader",
              g.per_rank_samples, g.batch_size, g.ranks);
        }},
       {"straggler",
@@ -170,7 +171,7 @@ const std::vector<Rule>& Rules() {
        [](const Signals& g) {
          return "communication not hidden under backward takes " + Pct(g.exposed_comm) +
                 " of the run with the NICs at " + Pct(g.nic_util_while_communicating) +
-                " while collectives run: latency and synchronisation, not bandwidth (algorithm, bucket size)";
+                " while collectives run: latency and synchronisation rather than bandwidth";
        }},
       {"collective", [](const Signals& g) { return g.collective >= kCollectiveShare && g.collective >= g.h2d; },
        [](const Signals& g) {
@@ -179,7 +180,7 @@ const std::vector<Rule>& Rules() {
       {"cpu", [](const Signals& g) { return g.cpu_util >= kCpuSaturated; },
        [](const Signals& g) {
          return "CPU cores " + Pct(g.cpu_util) + " busy on " + std::to_string(g.cores) +
-                " cores: decode/augment is CPU-bound; more workers will not help, faster or more cores will";
+                " cores";
        }},
       {"storage", [](const Signals& g) { return g.storage_model && g.storage_busy >= kStorageSaturated; },
        [](const Signals& g) { return "storage busy " + Pct(g.storage_busy) + " of the run"; }},
@@ -198,12 +199,12 @@ const std::vector<Rule>& Rules() {
          return fmt::format(
              "{} of the run waits for the first batch of an epoch (start-up {:.3f} s, later epochs {:.3f} s){}",
              Pct(g.restart), g.time_to_first_batch_s, g.epoch_boundary_stall_s,
-             g.persistent_workers ? "" : ": persistent_workers=true avoids the restarts");
+             g.persistent_workers ? "" : " (non-persistent workers restart every epoch)");
        }},
       {"workers", [](const Signals& g) { return g.worker_busy >= kWorkersBusy; },
        [](const Signals& g) {
          return "each worker busy " + Pct(g.worker_busy) + " with CPU " + Pct(g.cpu_util) +
-                " used: too few workers for the step time";
+                " used";
        }},
       {"startup_or_latency", [](const Signals& g) { return g.gpu_busy < kLowActivity && g.worker_busy < kLowActivity; },
        [](const Signals& g) {
