@@ -197,7 +197,7 @@ class Search {
     const int cores = k.cpu_cores;
     const double limit = cores * options_.max_workers_per_core;
     if (static_cast<double>(k.num_workers) * gpus_per_node_ <= limit + 1e-9) return "";
-    return fmt::format("cores: {} workers x {} ranks per node > {} cores x {:g} (PyTorch's suggested maximum)",
+    return fmt::format("cores: {} workers x {} ranks per node > {} cores x {:g} workers per core",
                        k.num_workers, gpus_per_node_, cores, options_.max_workers_per_core);
   }
 
@@ -298,8 +298,8 @@ Result<TuneResult> Tune(const scenarios::Scenario& scenario, const TuneOptions& 
                                  options.memory_bytes > 0 ? "--memory-bytes" : "the model's memory.capacity_bytes")
                    : "host memory: unknown (no --memory-bytes and no memory.capacity_bytes in the model): not checked");
   result.constraints.push_back(fmt::format(
-      "cores: workers x {} ranks per node <= cores x {:g} (PyTorch's DataLoader warns above its suggested maximum, "
-      "one worker per core)",
+      "cores: workers x {} ranks per node <= cores x {:g} (PyTorch's DataLoader warns above one per core; "
+      "--max-workers-per-core)",
       gpus_per_node, options.max_workers_per_core));
   for (const auto& t : scenario.storage.tiers) {
     if (t.max_streams > 0) {

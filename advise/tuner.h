@@ -36,7 +36,10 @@ struct TuneOptions {
   int jobs = 1;
   double memory_headroom = 0.10;  // keep this share of host memory free
   double memory_bytes = 0;        // host memory; 0 = the model's memory.capacity_bytes (the trace manifest's)
-  double max_workers_per_core = 1.0;  // workers of all ranks on a node <= cores x this (PyTorch's suggested max)
+  // Workers of all ranks on a node <= cores x this. PyTorch warns above one per core (its suggested
+  // maximum); two leave room for loaders that wait on storage rather than compute, while the simulated
+  // oversubscription keeps CPU-bound loaders from choosing them (docs/advice.md).
+  double max_workers_per_core = 2.0;
   // Cost objective: price of one GPU-hour and one core-hour; the search then also chooses the core count.
   double gpu_hour_price = 0, core_hour_price = 0;
   models::ErrorBand band;

@@ -47,7 +47,7 @@ int RunTune(int argc, char** argv) {
   app.add_option("--memory-headroom", options.memory_headroom, "share of host memory kept free (default 0.10)")
       ->check(CLI::Range(0.0, 0.95));
   app.add_option("--max-workers-per-core", options.max_workers_per_core,
-                 "workers of all ranks on a node per core at most (default 1: PyTorch's suggested maximum)")
+                 "workers of all ranks on a node per core at most (default 2; PyTorch warns above 1)")
       ->check(CLI::Range(0.01, 64.0));
   app.add_option("--gpu-hour-price", options.gpu_hour_price, "cost objective: price of one GPU-hour")
       ->check(CLI::Range(0.0, 1e6));

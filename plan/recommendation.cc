@@ -105,7 +105,7 @@ json Recommend(const PlanSpec& spec, const std::vector<CandidateRow>& rows, bool
                               {"next_nodes", b.nodes},
                               {"marginal_fraction_of_linear", fraction}});
       text += fmt::format(
-          "Knee {} {}: beyond {} node{}, going to {} buys {:.0f}% of linear (under {:.0f}%); bottleneck there: {}. ",
+          "Knee {} {}: beyond {} node{}, going to {} buys {:.0f}% of linear (under {:.0f}%); utilisation signal there: {}. ",
           gpu, sharding, a.nodes, a.nodes == 1 ? "" : "s", b.nodes, 100 * fraction,
           100 * spec.reservation.knee_fraction, b.bottleneck);
       break;

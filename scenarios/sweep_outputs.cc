@@ -37,10 +37,16 @@ std::string Cell(const nlohmann::json* v) {
   return v->dump();
 }
 
-// An SVG line chart of `metric` against the first axis, one line per combination of the other axes.
-std::string Chart(const std::vector<SweepResult>& points, const std::string& metric, const std::string& title) {
+// An SVG line chart of `metric` against the first axis, one line per combination of the other axes;
+// with `low`/`high` metrics, each point gets an error bar between them.
+struct ChartPoint {
+  double x = 0, y = 0, low = -1, high = -1;
+  bool operator<(const ChartPoint& o) const { return x < o.x; }
+};
+std::string Chart(const std::vector<SweepResult>& points, const std::string& metric, const std::string& title,
+                  const std::string& low = "", const std::string& high = "") {
   if (points.empty() || points[0].axes.empty()) return "";
-  std::map<std::string, std::vector<std::pair<double, double>>> series;
+  std::map<std::string, std::vector<ChartPoint>> series;
   double xmax = 0, ymax = 0, xmin = 1e300;
   for (const auto& p : points) {
     const auto& xv = p.axes[0].second;
@@ -50,11 +56,17 @@ std::string Chart(const std::vector<SweepResult>& points, const std::string& met
       label += (label.empty() ? "" : ", ") + p.axes[a].first + "=" + Cell(&p.axes[a].second);
     const auto* y = Lookup(p.result["metrics"], metric);
     if (y == nullptr || !y->is_number()) continue;
-    double x = xv.get<double>();
-    series[label.empty() ? metric : label].push_back({x, y->get<double>()});
-    xmax = std::max(xmax, x);
-    xmin = std::min(xmin, x);
-    ymax = std::max(ymax, y->get<double>());
+    ChartPoint cp{xv.get<double>(), y->get<double>()};
+    const auto* lo = low.empty() ? nullptr : Lookup(p.result["metrics"], low);
+    const auto* hi = high.empty() ? nullptr : Lookup(p.result["metrics"], high);
+    if (lo != nullptr && hi != nullptr && lo->is_number() && hi->is_number()) {
+      cp.low = lo->get<double>();
+      cp.high = hi->get<double>();
+    }
+    series[label.empty() ? metric : label].push_back(cp);
+    xmax = std::max(xmax, cp.x);
+    xmin = std::min(xmin, cp.x);
+    ymax = std::max({ymax, cp.y, cp.high});
   }
   if (ymax <= 0) ymax = 1;
   if (xmax <= xmin) xmax = xmin + 1;
@@ -82,9 +94,13 @@ std::string Chart(const std::vector<SweepResult>& points, const std::string& met
     std::sort(pts.begin(), pts.end());
     const char* c = kColors[color++ % 8];
     std::string path;
-    for (const auto& [x, y] : pts) {
+    for (const auto& [x, y, lo, hi] : pts) {
       path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "M" : " L", sx(x), sy(y));
       svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="{}"/>)", sx(x), sy(y), c);
+      if (hi >= 0) {
+        svg += fmt::format(R"(<line class="error-bar" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}" opacity="0.6"/>)",
+                           sx(x), sy(lo), sx(x), sy(hi), c);
+      }
       if (pts.size() <= 12)
         svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="9">{:.3g}</text>)", sx(x) + 4, sy(y) - 4, x);
     }
@@ -318,7 +334,9 @@ std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepR
   const std::string best = BestPointLine(points);
   if (!best.empty()) html += "<p id=\"best\"><b>" + HtmlEscape(best) + "</b></p>\n";
   html += ScalingChart(points);
-  html += Chart(points, "train_throughput_samples_per_s", "End-to-end training throughput (samples/s)");
+  html += Chart(points, "train_throughput_samples_per_s",
+                "End-to-end training throughput (samples/s; bars: the validated error band)",
+                "train_throughput_low_samples_per_s", "train_throughput_high_samples_per_s");
   html += Chart(points, "pipeline_throughput_samples_per_s", "Data pipeline alone (samples/s)");
   html += Chart(points, "gpu_idle_fraction", "GPU idle fraction");
   html += Chart(points, "data_wait_s.p95", "Data wait p95 (s)");

@@ -21,8 +21,11 @@ packages=(
   slurm-wlm munge
   # the network-namespace harness of the multi-node validation (ip netns, veth, bridge, tc)
   iproute2
-  # headless browser: the plan report's rendering test (tests/plan/report_browser_test.cc)
+  # headless browser: the plan and diagnosis reports' rendering tests
   chromium
+  # the advice validation's storage-bound pipeline: a real FUSE file system with object-store latency
+  # (validation/advice/slowfs.py)
+  fuse3 python3-fusepy
 )
 
 missing=()

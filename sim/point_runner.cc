@@ -54,21 +54,32 @@ void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const mod
     range["formats"] = {replay::ContainerOfManifest(manifest)};
   }
   const int w = s.loader.num_workers;
+  // Every rank on the node runs its workers, its main loop and (with pin_memory) its pin thread on the
+  // node's cores: the oversubscription that matters is theirs together.
+  // The measured range counts processes (workers + main, as calibrate records it); the contention
+  // check counts the pin threads too.
+  const int ranks = s.hardware.gpus;
+  const int processes = ranks * (w + 1);
+  const int busy = processes + (s.loader.pin_memory ? ranks : 0);
+  const std::string who =
+      ranks == 1 ? fmt::format("{} workers + main process{}", w, s.loader.pin_memory ? " + pin thread" : "")
+                 : fmt::format("{} ranks x ({} workers + main process{})", ranks, w,
+                               s.loader.pin_memory ? " + pin thread" : "");
   if (range.contains("max_workers_plus_main_over_cores") &&
-      static_cast<double>(w + 1) / cores > range["max_workers_plus_main_over_cores"].get<double>() + 1e-9) {
+      static_cast<double>(processes) / cores > range["max_workers_plus_main_over_cores"].get<double>() + 1e-9) {
     warnings->push_back(
-        fmt::format("extrapolating: {} workers + main process on {} cores is more oversubscribed than "
-                    "anything measured (at most {:.2f} processes per core)",
-                    w, cores, range["max_workers_plus_main_over_cores"].get<double>()));
+        fmt::format("extrapolating: {} on {} cores is more oversubscribed than anything measured (at most {:.2f} "
+                    "processes per core)",
+                    who, cores, range["max_workers_plus_main_over_cores"].get<double>()));
   }
   // More processes than cores: the prediction rests on the CPU contention curve. Say when it was not
   // measured (no CPU probe or joint fit behind cpu.oversubscription_overhead; docs/probe-cpu.md).
   const auto curve = model.info.find("cpu.oversubscription_overhead");
-  if (w + 1 > cores && (curve == model.info.end() || curve->second.assumed)) {
+  if (busy > cores && (curve == model.info.end() || curve->second.assumed)) {
     warnings->push_back(fmt::format(
-        "CPU contention curve assumed: {} workers + main process on {} cores, and the model's oversubscription "
-        "overhead was not measured (calibrate --cpu-probe, python3 -m simreplay_capture.probe_cpu)",
-        w, cores));
+        "CPU contention curve assumed: {} on {} cores, and the model's oversubscription overhead was not "
+        "measured (calibrate --cpu-probe, python3 -m simreplay_capture.probe_cpu)",
+        who, cores));
   }
   auto outside = [&](const char* key, int value) {
     if (!range.contains(key) || !range[key].is_array() || range[key].size() != 2) return;

@@ -18,12 +18,12 @@ TEST(Tuner, NeverPicksAConfigurationThatBreaksALimitAndSaysWhatBoundIt) {
   o.budget = 30;
   auto r = Tune(Quickstart({{"train", {{"steps", 20}}}}), o, &cache);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  // Two cores, one worker per core at most: 3 or more workers are rejected for cores, unsimulated.
-  EXPECT_LE(r->best.knobs.num_workers, 2);
+  // Two cores, two workers per core at most: 6 or more workers are rejected for cores, unsimulated.
+  EXPECT_LE(r->best.knobs.num_workers, 4);
   EXPECT_TRUE(r->best.feasible);
   bool cores_named = false;
   for (const auto& x : r->rejections) {
-    if (x.axis == "num_workers" && x.value == "3") cores_named = x.reason.rfind("cores:", 0) == 0;
+    if (x.axis == "num_workers" && x.value == "6") cores_named = x.reason.rfind("cores:", 0) == 0;
   }
   EXPECT_TRUE(cores_named);
   EXPECT_GE(r->best.objective, r->current.objective);

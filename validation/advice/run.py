@@ -1,0 +1,340 @@
+#!/usr/bin/python3
+"""Advice against real runs (docs/advice.md, "Shown on real runs"): for three real pipelines with
+different bottlenecks, capture one run at a base configuration, calibrate, run `simreplay diagnose`
+and `simreplay tune` on it, then measure the recommended configuration and every configuration of a
+small grid for real. Reports per pipeline the regret (how far the recommendation's measured
+throughput is below the best measured one) and whether the relief the diagnosis ranks first among
+those that can be applied for real here is the one that bought most for real.
+
+Pipelines (the bench, simreplay_capture.bench, on a dataset of real opencv-doc media):
+  bench      the bench as it is (128 px crops, 8-frame clips, 20 ms emulated step)
+  cpu_heavy  heavy augmentation: 256 px crops of every image, 10 ms step
+  storage    the bench dataset served by validation/advice/slowfs.py (FUSE, page cache bypassed): every
+             file open waits 20 ms, as a GET from an object store does; 10 ms step. Its real storage
+             relief is the same files served at 10 ms (the causal profile halves read times)
+
+Gate: every pipeline's regret <= 5% (exit 4 otherwise). The ranking agreement is reported, not gated.
+Exit 77 when FUSE cannot be mounted here (the storage pipeline needs it). Every run records the
+host's load average and CPU steal over its window (from /proc).
+
+usage: validation/advice/run.py --out DIR [--data DIR] [--reps N] [--pipelines a,b] [--record FILE.md]
+       validation/advice/run.py --out UNUSED --render DIR --record FILE.md   (the report of a finished run)
+env:   SIMREPLAY_BIN (build/simreplay)
+"""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Tuple
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PYTHON = "/usr/bin/python3"
+REGRET_LIMIT = 0.05
+# The grid: the worker counts tune may choose on this host (its default limit: 2 workers per core), each
+# with and without persistent workers, in the captured container (files); the recommendation is measured
+# too, in whatever container it names (tune may recommend packing the files into tar shards), and
+# regret is against the best of all of them.
+MAX_WORKERS_PER_CORE = 2
+GRID_WORKERS = [w for w in (0, 1, 2, 3, 4, 6, 8) if w <= MAX_WORKERS_PER_CORE * (os.cpu_count() or 1)]
+
+PIPELINES = {
+    "bench": {"image_size": 128, "frames": 8, "step_time_s": 0.02, "slow": False},
+    "cpu_heavy": {"image_size": 256, "frames": 8, "step_time_s": 0.01, "slow": False},
+    "storage": {"image_size": 128, "frames": 8, "step_time_s": 0.01, "slow": True},
+}
+
+BASE = {"workers": 1, "prefetch_factor": 2, "persistent_workers": False}
+SLOW_LATENCY_S = 0.02  # the storage pipeline's first-byte latency per file open
+BATCH = 8
+
+
+def log(msg: str) -> None:
+    print(f"[advice {datetime.datetime.utcnow():%H:%M:%S}] {msg}", flush=True)
+
+
+def host_counters() -> Tuple[float, int, int]:
+    """(1-minute load, steal jiffies, total jiffies) from /proc."""
+    with open("/proc/loadavg") as f:
+        load = float(f.read().split()[0])
+    with open("/proc/stat") as f:
+        cpu = [int(x) for x in f.readline().split()[1:]]
+    return load, cpu[7] if len(cpu) > 7 else 0, sum(cpu)
+
+
+def bench_cmd(data: str, p: dict, cfg: dict, steps: int, extra: List[str]) -> List[str]:
+    cmd = [PYTHON, "-m", "simreplay_capture.bench", "run", "--data", data, "--format", cfg.get("format", "files"),
+           "--workers", str(cfg["workers"]), "--batch-size", str(BATCH),
+           "--prefetch-factor", str(cfg["prefetch_factor"]), "--steps", str(steps), "--seed", "0",
+           "--image-size", str(p["image_size"]), "--frames", str(p["frames"]),
+           "--step-time-s", str(cfg.get("step_time_s", p["step_time_s"])), "--shuffle"]
+    if cfg["persistent_workers"] and cfg["workers"] > 0:
+        cmd.append("--persistent-workers")
+    return cmd + extra
+
+
+def run_bench(cmd: List[str], summary: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture"))
+    load0, steal0, total0 = host_counters()
+    t0 = time.monotonic()
+    r = subprocess.run(cmd + ["--summary-json", summary], env=env, capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - t0
+    load1, steal1, total1 = host_counters()
+    if r.returncode != 0:
+        raise RuntimeError(f"bench failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
+    with open(summary) as f:
+        s = json.load(f)
+    return {"throughput": s["throughput_samples_per_s"], "gpu_idle": s.get("gpu_idle_fraction"), "wall_s": wall,
+            "load_before": load0, "load_after": load1,
+            "steal_share": (steal1 - steal0) / max(1, total1 - total0)}
+
+
+def simreplay(*args: str) -> subprocess.CompletedProcess:
+    binary = os.environ.get("SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay"))
+    r = subprocess.run([binary, *args], capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        raise RuntimeError(f"simreplay {' '.join(args)} failed ({r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    return r
+
+
+def key(cfg: dict) -> str:
+    fmt = cfg.get("format", "files")
+    return "w{workers}_pf{prefetch_factor}_pers{p}{f}{step}".format(
+        p=int(cfg["persistent_workers"]), f="" if fmt == "files" else "_" + fmt,
+        step="_step%g" % cfg["step_time_s"] if "step_time_s" in cfg else "", **cfg)
+
+
+class SlowMount:
+    """The FUSE mount of the storage pipeline, unmounted on exit."""
+
+    def __init__(self, source: str, mountpoint: str, latency_s: float):
+        self.source, self.mountpoint, self.latency_s, self.proc = source, mountpoint, latency_s, None
+
+    def __enter__(self) -> "SlowMount":
+        os.makedirs(self.mountpoint, exist_ok=True)
+        subprocess.run(["fusermount", "-uz", self.mountpoint], capture_output=True)
+        # Its output goes to a file: a pipe nobody reads would fill and stall the file system's threads.
+        self.log_path = self.mountpoint.rstrip("/") + ".log"
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([PYTHON, os.path.join(REPO, "validation", "advice", "slowfs.py"), self.source,
+                                      self.mountpoint, "--latency-s", str(self.latency_s)],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(100):
+            if os.path.ismount(self.mountpoint):
+                return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        err = open(self.log_path).read() if self.proc.poll() is not None else "timeout"
+        self.__exit__()
+        raise OSError(f"cannot mount the slow file system at {self.mountpoint}: {err.strip()[-500:]}")
+
+    def __exit__(self, *exc) -> None:
+        subprocess.run(["fusermount", "-u", self.mountpoint], capture_output=True)
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            self.log.close()
+
+
+def relief_key(cfg: dict) -> str:
+    return key(cfg) + ("_half_latency" if cfg.get("half_latency") else "")
+
+
+def recommended_config(tune: dict) -> dict:
+    k = tune["best"]["knobs"]
+    return {"workers": k["num_workers"], "prefetch_factor": k["prefetch_factor"],
+            "persistent_workers": bool(k["persistent_workers"]), "format": k["format"]}
+
+
+# The reliefs of the causal profile that can be applied for real here, as bench configurations.
+def real_reliefs(pipeline: dict) -> Dict[str, dict]:
+    w = max(1, BASE["workers"] * 2)
+    out = {"num_workers": dict(BASE, workers=w),
+           "prefetch_factor": dict(BASE, prefetch_factor=BASE["prefetch_factor"] * 2),
+           "persistent_workers": dict(BASE, persistent_workers=True),
+           "gpu_step": dict(BASE, step_time_s=pipeline["step_time_s"] / 2)}
+    if pipeline["slow"]:
+        out["storage"] = dict(BASE, half_latency=True)  # the same files at half the first-byte latency
+    return out
+
+
+def measure_pipeline(name: str, p: dict, data: str, out: str, reps: int, steps: int) -> dict:
+    pdir = os.path.join(out, name)
+    os.makedirs(pdir, exist_ok=True)
+    # 1. Capture at the base configuration, calibrate, diagnose, tune.
+    trace = os.path.join(pdir, "base.trace.jsonl.gz")
+    capture = run_bench(bench_cmd(data, p, BASE, steps, ["--trace", trace]), os.path.join(pdir, "base.capture.json"))
+    model = os.path.join(pdir, "model.json")
+    simreplay("calibrate", trace, "--out", model)
+    scenario = {"model": model, "loader": {"num_workers": BASE["workers"], "batch_size": BATCH,
+                                           "prefetch_factor": BASE["prefetch_factor"],
+                                           "persistent_workers": BASE["persistent_workers"]},
+                "hardware": {"cpu_cores": os.cpu_count()}, "train": {"steps": steps}, "seed": 0}
+    scenario_path = os.path.join(pdir, "scenario.json")
+    with open(scenario_path, "w") as f:
+        json.dump(scenario, f, indent=2)
+    simreplay("diagnose", scenario_path, "--out", os.path.join(pdir, "diagnose"))
+    simreplay("tune", scenario_path, "--out", os.path.join(pdir, "tune"))
+    with open(os.path.join(pdir, "diagnose", "diagnosis.json")) as f:
+        diagnosis = json.load(f)
+    with open(os.path.join(pdir, "tune", "tune.json")) as f:
+        tune = json.load(f)
+    rec = recommended_config(tune)
+    log(f"{name}: diagnosed {diagnosis['verdict']['critical_resource']}; tune recommends {key(rec)}")
+
+    # 2. The grid, the recommendation and the real reliefs, measured round-robin (drift spreads evenly).
+    configs: Dict[str, dict] = {}
+    for w in GRID_WORKERS:
+        for pers in ([False, True] if w > 0 else [False]):
+            c = dict(BASE, workers=w, persistent_workers=pers)
+            configs[key(c)] = c
+    configs.setdefault(key(rec), rec)
+    reliefs = real_reliefs(p)
+    for rname, c in reliefs.items():
+        configs.setdefault(relief_key(c), c)
+    runs: Dict[str, List[dict]] = {k: [] for k in configs}
+    for rep in range(reps):
+        for k, c in configs.items():
+            cdata = p["half_latency_data"] if c.get("half_latency") else data
+            r = run_bench(bench_cmd(cdata, p, c, steps, ["--no-capture"]), os.path.join(pdir, f"{k}.r{rep}.json"))
+            runs[k].append(r)
+        log(f"{name}: repetition {rep + 1}/{reps} done")
+    med = {k: statistics.median(r["throughput"] for r in v) for k, v in runs.items()}
+    spread = {k: (max(r["throughput"] for r in v) - min(r["throughput"] for r in v)) / med[k] for k, v in runs.items()}
+    # The choices: the grid and the recommendation (which may use another container than the grid's).
+    grid_keys = [k for k, c in configs.items() if "step_time_s" not in c and not c.get("half_latency")]
+    best_key = max(grid_keys, key=lambda k: med[k])
+    rec_key = key(rec)
+    regret = (med[best_key] - med[rec_key]) / med[best_key]
+
+    # 3. Ranking of the reliefs that can be applied for real: predicted (causal profile) vs measured.
+    base_key = key(BASE)
+    predicted = {}
+    for r in diagnosis["hypotheses"]["reliefs"]:
+        n = r["name"]
+        if n in ("storage_read_time", "storage_latency"):
+            n = "storage"
+        if n in reliefs and n not in predicted:
+            predicted[n] = r["gain"]
+    measured = {}
+    for rname, c in reliefs.items():
+        measured[rname] = med[relief_key(c)] / med[base_key] - 1
+    common = [n for n in reliefs if n in predicted]
+    top_predicted = max(common, key=lambda n: predicted[n]) if common else None
+    top_measured = max(common, key=lambda n: measured[n]) if common else None
+    steal = max(r["steal_share"] for v in runs.values() for r in v)
+    loads = [r["load_before"] for v in runs.values() for r in v]
+    return {
+        "pipeline": name, "bench": p, "base": BASE, "capture_throughput": capture["throughput"],
+        "diagnosed_critical_resource": diagnosis["verdict"]["critical_resource"],
+        "diagnosis_verdict": diagnosis["verdict"]["text"],
+        "recommended": rec_key, "recommended_predicted_gain": tune["gain"],
+        "tune_configurations": tune["search"]["configurations"], "tune_simulations": tune["search"]["simulations"],
+        "measured_median": med, "measured_spread": spread, "best_measured": best_key, "regret": regret,
+        "regret_pass": regret <= REGRET_LIMIT,
+        "reliefs_predicted_gain": predicted, "reliefs_measured_gain": measured,
+        "top_relief_predicted": top_predicted, "top_relief_measured": top_measured,
+        "top_relief_agrees": top_predicted == top_measured,
+        "noise": {"max_steal_share": steal, "load_min": min(loads), "load_max": max(loads), "reps": reps},
+    }
+
+
+def markdown(results: List[dict], meta: dict) -> str:
+    lines = [f"Generated by validation/advice/run.py on {meta['date']} (commit {meta['commit']}, {meta['host']}); "
+             f"{meta['reps']} repetitions per configuration, {meta['steps']} steps of batch {BATCH}. Measured medians "
+             "are real bench runs without capture; predictions are the tools' outputs for the base capture.", "",
+             "| pipeline | diagnosed | recommended (predicted gain) | best measured | regret | gate | top relief predicted / measured | max steal |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append("| {pipeline} | {diag} | {rec} ({gain:+.1%}) | {best} ({bm:.1f}/s) | {regret:.1%} | {gate} | {tp} / {tm} | {steal:.1%} |".format(
+            pipeline=r["pipeline"], diag=r["diagnosed_critical_resource"], rec=r["recommended"],
+            gain=r["recommended_predicted_gain"], best=r["best_measured"], bm=r["measured_median"][r["best_measured"]],
+            regret=r["regret"], gate="pass" if r["regret_pass"] else "FAIL", tp=r["top_relief_predicted"],
+            tm=r["top_relief_measured"], steal=r["noise"]["max_steal_share"]))
+    lines.append("")
+    for r in results:
+        lines.append(f"**{r['pipeline']}**: relief gains predicted / measured from the base: " + ", ".join(
+            f"{n} {r['reliefs_predicted_gain'][n]:+.1%} / {r['reliefs_measured_gain'][n]:+.1%}"
+            for n in r["reliefs_measured_gain"] if n in r["reliefs_predicted_gain"]) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def record(path: Optional[str], report: str) -> None:
+    if not path:
+        return
+    with open(path, "w") as f:
+        f.write("# Advice on real runs: the latest fresh run\n\nWritten by `validation/advice/run.py` from the "
+                "run's advice-validation.json (docs/advice.md, \"Shown on real runs\"); do not edit by hand. Gate: "
+                f"regret <= {REGRET_LIMIT:.0%} per pipeline.\n\n")
+        f.write(report)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--data", default=os.path.join(REPO, "build", "advice-data"))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--pipelines", default=",".join(PIPELINES))
+    ap.add_argument("--record", help="also write the report to this file (docs/advice-validation.md)")
+    ap.add_argument("--render", metavar="DIR",
+                    help="run nothing: write the report of the run in DIR (its advice-validation.json) to --record")
+    a = ap.parse_args()
+    if a.render:
+        with open(os.path.join(a.render, "advice-validation.json")) as f:
+            doc = json.load(f)
+        record(a.record, markdown(doc["results"], doc["meta"]))
+        return 0 if doc["pass"] else 4
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture"))
+    stamp = "make-dataset --images 320 --videos 8 --frames 8 --formats files,tar --seed 0"
+    stamp_file = os.path.join(a.data, ".simreplay-dataset-args")
+    if not os.path.exists(stamp_file) or open(stamp_file).read().strip() != stamp:
+        shutil.rmtree(a.data, ignore_errors=True)
+        subprocess.run([PYTHON, "-m", "simreplay_capture.bench", *stamp.split(), "--out", a.data], env=env,
+                       check=True, capture_output=True)
+        with open(stamp_file, "w") as f:
+            f.write(stamp + "\n")
+    shutil.rmtree(a.out, ignore_errors=True)
+    os.makedirs(a.out)
+    results = []
+    for name in a.pipelines.split(","):
+        p = dict(PIPELINES[name])
+        if p["slow"]:
+            try:
+                with SlowMount(a.data, os.path.join(a.out, "slow-mount"), SLOW_LATENCY_S) as m, \
+                        SlowMount(a.data, os.path.join(a.out, "slow-mount-half"), SLOW_LATENCY_S / 2) as half:
+                    p["half_latency_data"] = half.mountpoint
+                    results.append(measure_pipeline(name, p, m.mountpoint, a.out, a.reps, a.steps))
+            except OSError as e:
+                log(f"skipped: {e}")
+                return 77
+        else:
+            results.append(measure_pipeline(name, p, a.data, a.out, a.reps, a.steps))
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True).stdout.strip()
+    if dirty:
+        commit += " with uncommitted changes"
+    meta = {"date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
+            "host": f"{os.cpu_count()} CPUs", "reps": a.reps, "steps": a.steps}
+    doc = {"schema": "simreplay.advice-validation/1", "meta": meta, "regret_limit": REGRET_LIMIT, "results": results,
+           "pass": all(r["regret_pass"] for r in results)}
+    with open(os.path.join(a.out, "advice-validation.json"), "w") as f:
+        json.dump(doc, f, indent=2, sort_keys=True)
+    with open(os.path.join(a.out, "report.md"), "w") as f:
+        f.write(markdown(results, meta))
+    sys.stdout.write(markdown(results, meta))
+    record(a.record, markdown(results, meta))
+    return 0 if doc["pass"] else 4
+
+
+if __name__ == "__main__":
+    sys.exit(main())
