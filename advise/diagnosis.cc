@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/text_escape.h"
+#include "advise/percent.h"
 #include "sim/metrics.h"
 
 namespace simreplay::advise {
@@ -14,10 +15,9 @@ namespace {
 
 using sim::Round9;
 
-std::string Pct(double fraction) { return fmt::format("{:+.1f}%", 100 * fraction); }
 
 std::string GainText(const ReliefOutcome& o) {
-  return fmt::format("{} [{} .. {}]", Pct(o.gain), Pct(o.gain_low), Pct(o.gain_high));
+  return fmt::format("{} [{} .. {}]", SignedPct(o.gain), SignedPct(o.gain_low), SignedPct(o.gain_high));
 }
 
 nlohmann::json MetricsJson(const PointMetrics& m) {
@@ -172,12 +172,12 @@ std::string DiagnosisText(const Diagnosis& d) {
   for (size_t i : order) {
     const auto& o = p.reliefs[i];
     out += fmt::format("  {:<20} {:<11} {:>9} {:>22} {:>8.1f}%  {}\n", o.relief.name, ReliefActionName(o.relief.action),
-                       Pct(o.gain), "[" + Pct(o.gain_low) + " .. " + Pct(o.gain_high) + "]",
+                       SignedPct(o.gain), "[" + SignedPct(o.gain_low) + " .. " + SignedPct(o.gain_high) + "]",
                        100 * o.metrics.gpu_idle_fraction, o.relief.change);
   }
   out += "\nVERDICT\n  " + d.verdict + "\n";
   for (const auto& r : d.recommendations) {
-    out += fmt::format("  recommend: {} ({} [{} .. {}])\n", r.change, Pct(r.gain), Pct(r.gain_low), Pct(r.gain_high));
+    out += fmt::format("  recommend: {} ({} [{} .. {}])\n", r.change, SignedPct(r.gain), SignedPct(r.gain_low), SignedPct(r.gain_high));
   }
   if (d.recommendations.empty()) out += "  recommend: no change to the job's settings (none buys 5% or more)\n";
   out += fmt::format("  ({} simulations)\n", p.simulations);
@@ -285,7 +285,7 @@ std::string DiagnosisHtml(const Diagnosis& d) {
                               : r.relief.action == ReliefAction::kHardware ? "#4878a8"
                                                                            : "#999999";
     gains.push_back({r.relief.name + " (" + ReliefActionName(r.relief.action) + ")", 0, 100 * r.gain,
-                     100 * r.gain_low, 100 * r.gain_high, color, Pct(r.gain)});
+                     100 * r.gain_low, 100 * r.gain_high, color, SignedPct(r.gain)});
   }
   std::string html = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>simreplay diagnosis</title>\n"
                      "<style>body{font-family:sans-serif;margin:24px;max-width:960px} .obs{border-left:4px solid "

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "advise/percent.h"
 #include "sim/metrics.h"
 
 namespace simreplay::advise {
@@ -30,7 +31,6 @@ nlohmann::json EvaluatedJson(const Evaluated& e) {
           {"peak_host_memory_bytes", Round9(e.metrics.peak_host_memory_bytes)}};
 }
 
-std::string Pct(double f) { return fmt::format("{:+.1f}%", 100 * f); }
 
 std::string Criteria(const TuneResult& r) {
   return fmt::format(
@@ -38,7 +38,7 @@ std::string Criteria(const TuneResult& r) {
       "(the interval's low end), its correctness checks pass and its peak host memory stays within the limit; roll "
       "back when GPU idle rises by more than 5 percentage points, throughput falls below the current configuration's, "
       "or memory exceeds the limit",
-      Pct(std::max(0.0, r.gain_low)));
+      SignedPct(std::max(0.0, r.gain_low)));
 }
 
 }  // namespace
@@ -108,7 +108,7 @@ std::string TuneText(const TuneResult& r) {
     out += fmt::format("  keep the current configuration: no searched change buys {:.0f}% or more\n",
                        100 * kMinRecommendedGain);
   } else {
-    out += fmt::format("  predicted gain {} [{} .. {}]\n", Pct(r.gain), Pct(r.gain_low), Pct(r.gain_high));
+    out += fmt::format("  predicted gain {} [{} .. {}]\n", SignedPct(r.gain), SignedPct(r.gain_low), SignedPct(r.gain_high));
   }
   for (const auto& e : r.runners_up) {
     out += fmt::format("  runner-up {}  {:.2f} samples/s\n", DescribeKnobs(e.knobs), e.metrics.train_samples_per_s);

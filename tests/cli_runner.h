@@ -17,15 +17,17 @@ struct CliOutcome {
   std::string output;  // stdout and stderr together
 };
 
-inline CliOutcome RunCli(const std::string& args) {
-  std::string cmd = std::string(SIMREPLAY_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
+// Runs a shell command line; its exit status and stdout + stderr.
+inline CliOutcome RunShell(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   std::string out;
   char buffer[4096];
   while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
   int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
+
+inline CliOutcome RunCli(const std::string& args) { return RunShell(std::string(SIMREPLAY_BINARY) + " " + args); }
 
 // The whole file as bytes ("" when it cannot be read): outputs are compared byte for byte.
 inline std::string Slurp(const std::filesystem::path& p) {

@@ -28,12 +28,9 @@ std::string FindChromium() {
 
 // Runs a command, returns its exit status and stdout+stderr.
 int RunCommand(const std::string& cmd, std::string* output) {
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  char buffer[4096];
-  output->clear();
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) output->append(buffer, n);
-  int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const auto r = simreplay::testing::RunShell(cmd);
+  *output = r.output;
+  return r.exit_code;
 }
 
 TEST(PlanReport, RendersInHeadlessChromiumWithEveryPlotAndNoScriptError) {
