@@ -54,6 +54,7 @@ Result<CausalProfile> ProfileScenario(const scenarios::Scenario& scenario, const
   profile.accelerator = base->accelerator;
   profile.accelerator_note = base->accelerator_note;
   profile.base_warnings = base->warnings;
+  profile.trace_path = base->trace_path;
 
   // Every point prepared in the parent (children inherit the loaded costs), then all simulated at once.
   const std::vector<Relief> reliefs = ApplicableReliefs(*base, options.factor);

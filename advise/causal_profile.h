@@ -51,6 +51,7 @@ struct CausalProfile {
   PointMetrics base;
   std::vector<std::string> base_warnings;
   std::string accelerator, accelerator_note;
+  std::string trace_path;  // the trace the profile replayed (resolved), for the observed half
   double factor = 2;
   models::ErrorBand band;
   std::vector<ReliefOutcome> reliefs;  // in ApplicableReliefs order

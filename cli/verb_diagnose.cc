@@ -59,11 +59,7 @@ int RunDiagnose(int argc, char** argv) {
   auto profile = advise::ProfileScenario(*scenario, options, &cache);
   if (tty) std::fprintf(stderr, "\n");
   if (!profile.ok()) return Fail(kDiagnoseVerb, profile.status());
-  if (trace_path.empty()) {
-    auto point = sim::PreparePoint(*scenario, &cache);  // cached: resolves the trace the profile replayed
-    if (!point.ok()) return Fail(kDiagnoseVerb, point.status());
-    trace_path = point->trace_path;
-  }
+  if (trace_path.empty()) trace_path = profile->trace_path;
   auto observed = advise::ObserveTrace(trace_path);
   if (!observed.ok()) return Fail(kDiagnoseVerb, observed.status());
 
