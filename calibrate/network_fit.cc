@@ -282,6 +282,26 @@ void SetCollectiveCpu(const NetworkProbe& probe, const std::string& source, Netw
                                     {"points", f->points}};
 }
 
+// The probe's cluster links (models::ProbedNetwork): on one NIC per node a ring all-reduce's bus
+// bandwidth is what one link achieved, and a ring step crosses two NICs.
+void SetProbedLinks(const NetworkProbe& probe, const models::CollectiveParams& fitted, const std::string& source,
+                    NetworkFitResult* r) {
+  auto& net = r->network;
+  net.link_bytes_per_s = fitted.bus_bytes_per_s;
+  net.link_latency_s = fitted.alpha_s / 2;
+  net.nominal_link_bytes_per_s = probe.link_rate_bits_per_s / 8;
+  net.ranks = probe.world_size;
+  net.nodes = probe.nodes;
+  r->info["network.link_bytes_per_s"] = {false, source + ": achieved per link = busbw"};
+  r->info["network.link_latency_s"] = {false, source + ": per NIC = alpha / 2 (a ring step crosses two)"};
+  r->info["network.nominal_link_bytes_per_s"] = {
+      probe.link_rate_bits_per_s <= 0,
+      probe.link_rate_bits_per_s > 0 ? "network probe " + probe.path + ": rank 0's tc rate / 8"
+                                     : "network probe " + probe.path + ": no tc rate recorded (nominal unknown)"};
+  r->info["network.ranks"] = {false, "network probe " + probe.path + ": world_size"};
+  r->info["network.nodes"] = {false, "network probe " + probe.path + ": nodes"};
+}
+
 }  // namespace
 
 NetworkFitResult FitNetwork(const NetworkProbe* probe, const TraceCollectives* traces,
@@ -319,6 +339,7 @@ NetworkFitResult FitNetwork(const NetworkProbe* probe, const TraceCollectives* t
       r.info["collective.alpha_s"] = {false, src + ", alpha / 2(n-1)"};
       r.info["collective.bus_bytes_per_s"] = {false, src + ", busbw = algbw 2(n-1)/n"};
       fitted = true;
+      SetProbedLinks(*probe, r.collective, src, &r);
       if (f->mape > 0.25)
         r.warnings.push_back("network probe all_reduce fit is poor (MAPE " + std::to_string(f->mape) + ")");
       SetCollectiveCpu(*probe, src, &r);
@@ -373,6 +394,7 @@ NetworkFitResult FitNetwork(const NetworkProbe* probe, const TraceCollectives* t
 
 void ApplyNetworkFit(const NetworkFitResult& fit, models::ModelParams* model) {
   model->collective = fit.collective;
+  if (fit.network.probed()) model->network = fit.network;
   for (const auto& [k, v] : fit.info) model->info[k] = v;
   if (!fit.fit_quality.empty()) model->extra["fit_quality"]["network"] = fit.fit_quality;
   if (!fit.provenance.empty()) model->extra["provenance"]["network_probe"] = fit.provenance;

@@ -91,6 +91,7 @@ Result<TraceCollectives> ReadTraceCollectives(const std::vector<std::string>& tr
 
 struct NetworkFitResult {
   models::CollectiveParams collective;
+  models::ProbedNetwork network;  // the probe's links, for cluster scenarios (unset without a probe)
   std::map<std::string, models::ParamInfo> info;  // "collective.alpha_s" -> provenance
   nlohmann::json fit_quality = nlohmann::json::object();
   nlohmann::json provenance = nlohmann::json::object();
@@ -102,7 +103,7 @@ struct NetworkFitResult {
 NetworkFitResult FitNetwork(const NetworkProbe* probe, const TraceCollectives* traces,
                             const models::CollectiveParams& start);
 
-// Writes the fit into the model: collective parameters, info, extra.fit_quality.network,
+// Writes the fit into the model: collective parameters, probed links, info, extra.fit_quality.network,
 // extra.provenance.network_probe, and the warnings.
 void ApplyNetworkFit(const NetworkFitResult& fit, models::ModelParams* model);
 

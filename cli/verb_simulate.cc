@@ -83,6 +83,12 @@ int RunSimulate(int argc, char** argv) {
   const auto& m = (*result)["metrics"];
   std::printf("accelerator: %s (%s)\n", (*result)["accelerator"].get<std::string>().c_str(),
               (*result)["accelerator_note"].get<std::string>().c_str());
+  if ((*result)["resolved"].contains("network")) {
+    const auto& n = (*result)["resolved"]["network"];
+    std::printf("network: NICs %.4g B/s %s, latency %.3g s %s\n", n["nic_bytes_per_s"]["value"].get<double>(),
+                n["nic_bytes_per_s"]["provenance"].get<std::string>().c_str(), n["nic_latency_s"]["value"].get<double>(),
+                n["nic_latency_s"]["provenance"].get<std::string>().c_str());
+  }
   std::printf("train throughput     %12.2f samples/s (end to end)\n",
               m["train_throughput_samples_per_s"].get<double>());
   std::printf("pipeline throughput  %12.2f samples/s (data pipeline alone)\n",

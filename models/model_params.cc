@@ -74,11 +74,17 @@ const std::vector<NumericParam>& NumericParams() {
       {"collective", "gradient_bytes", [](ModelParams& m) -> double& { return m.collective.gradient_bytes; }, false},
       {"collective", "cpu_s_per_bus_byte", [](ModelParams& m) -> double& { return m.collective.cpu_s_per_bus_byte; },
        false},
+      {"network", "link_bytes_per_s", [](ModelParams& m) -> double& { return m.network.link_bytes_per_s; }, false},
+      {"network", "link_latency_s", [](ModelParams& m) -> double& { return m.network.link_latency_s; }, false},
+      {"network", "nominal_link_bytes_per_s",
+       [](ModelParams& m) -> double& { return m.network.nominal_link_bytes_per_s; }, false},
+      {"network", "ranks", [](ModelParams& m) -> double& { return m.network.ranks; }, false},
+      {"network", "nodes", [](ModelParams& m) -> double& { return m.network.nodes; }, false},
   };
   return table;
 }
 
-const char* kSections[] = {"cpu", "storage", "memory", "pcie", "gpu", "collective"};
+const char* kSections[] = {"cpu", "storage", "memory", "pcie", "gpu", "collective", "network"};
 
 // Reads `key` of `section` as a number or {"value",...}; records provenance.
 Status ReadParam(const nlohmann::json& section, const std::string& where, const std::string& full_name, const char* key,
@@ -127,6 +133,7 @@ Result<ModelParams> ParseModel(const nlohmann::json& json, const std::string& wh
     SIMREPLAY_RETURN_IF_ERROR(ReadParam(json[p.section], where, full, p.name, &value, &info, &present));
     if (!present) continue;
     if (p.positive && value <= 0) return top.Error(full + " must be > 0");
+    if (std::string(p.section) == "network" && value < 0) return top.Error(full + " must be >= 0");
     p.ref(model) = value;
     model.info[full] = info;
   }

@@ -1,5 +1,5 @@
-// Parameters of the component models the simulator runs: CPU, storage, memory, PCIe, GPU step and
-// collectives. Plain data with defaults in the declarations; every field carries its unit. The model
+// Parameters of the component models the simulator runs: CPU, storage, memory, PCIe, GPU step,
+// collectives and the probed cluster links. Plain data with defaults in the declarations; every field carries its unit. The model
 // file (docs/model-format.md) is loaded by LoadModelFile; each parameter may be written as a bare
 // number or as {"value": x, "assumed": bool, "source": "..."}, and the provenance is kept.
 #pragma once
@@ -108,6 +108,20 @@ struct CollectiveParams {
   double cpu_s_per_bus_byte = 0.0;
 };
 
+// The cluster links a network probe measured (`calibrate --network-probe`, docs/modelling.md "Cluster
+// links"): what a cluster scenario's NICs run at unless it states a rate. A ring all-reduce on one NIC
+// per node sends 2(n-1)/n x S through every NIC, so the probe's bus bandwidth is the achieved rate of
+// one link; a ring step crosses two NICs (sender's, receiver's), so one NIC's latency is alpha_s / 2.
+// link_bytes_per_s = 0: no probe reached the model.
+struct ProbedNetwork {
+  double link_bytes_per_s = 0;          // achieved, per link and direction
+  double link_latency_s = 0;            // per NIC (a step between two nodes crosses two)
+  double nominal_link_bytes_per_s = 0;  // the probed link's stated rate (tc rate / 8); 0 = unknown
+  double ranks = 0;                     // the probe's topology: ranks and nodes it ran across
+  double nodes = 0;
+  bool probed() const { return link_bytes_per_s > 0; }
+};
+
 // One parameter's provenance: whether it was measured, and from what.
 struct ParamInfo {
   bool assumed = true;
@@ -121,6 +135,7 @@ struct ModelParams {
   PcieParams pcie;
   GpuParams gpu;
   CollectiveParams collective;
+  ProbedNetwork network;
   std::string trace_path;                 // optional: per-sample costs to replay (resolved against the model file)
   std::map<std::string, ParamInfo> info;  // "cpu.main_per_batch_s" -> provenance; absent = default
   nlohmann::json extra = nlohmann::json::object();  // fit quality, provenance, formats: kept verbatim

@@ -113,6 +113,8 @@ Status ParseNetwork(const nlohmann::json& j, const std::string& where, ClusterCo
   SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(j, {"nic_bytes_per_s", "nic_latency_s", "nics_per_node"}, f));
   SIMREPLAY_RETURN_IF_ERROR(GetPositive(f, "nic_bytes_per_s", &c->nic_bytes_per_s, 1e15));
   SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(f, "nic_latency_s", &c->nic_latency_s, 10));
+  c->nic_rate_stated = f.Has("nic_bytes_per_s");
+  c->nic_latency_stated = f.Has("nic_latency_s");
   return GetIntIn(f, "nics_per_node", &c->nics_per_node, 1, 64);
 }
 
@@ -171,7 +173,10 @@ Status ParseCluster(const nlohmann::json& j, const std::string& where, bool gpus
   if (!j.is_object()) return Status::InvalidArgument(where + ": 'cluster' must be an object");
   JsonFields f(j, where + ": cluster");
   SIMREPLAY_RETURN_IF_ERROR(
-      CheckKnownKeys(j, {"nodes", "gpus_per_node", "topology", "fat_tree", "network", "intra_node", "stragglers"}, f));
+      CheckKnownKeys(j, {"nodes", "gpus_per_node", "topology", "fat_tree", "network", "intra_node", "stragglers",
+                         "nodes_share_cores"},
+                     f));
+  SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalBool("nodes_share_cores", &c->nodes_share_cores));
   SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "nodes", &c->nodes, 1, 1024));
   SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "gpus_per_node", &c->gpus_per_node, 1, 64));
   if (gpus_given && f.Has("gpus_per_node") && c->gpus_per_node != s->hardware.gpus) {
@@ -201,6 +206,12 @@ Status ParseCluster(const nlohmann::json& j, const std::string& where, bool gpus
   if (j.contains("network")) SIMREPLAY_RETURN_IF_ERROR(ParseNetwork(j["network"], where, c));
   if (j.contains("intra_node")) SIMREPLAY_RETURN_IF_ERROR(ParseIntraNode(j["intra_node"], where, c));
   if (j.contains("stragglers")) SIMREPLAY_RETURN_IF_ERROR(ParseStragglers(j["stragglers"], where, c));
+  for (const auto& straggler : c->stragglers) {
+    if (c->nodes_share_cores && straggler.cpu_speed_scale != 1) {
+      return f.Error("'nodes_share_cores': the nodes share one host's cores, so no node can have slower ones "
+                     "(drop cpu_speed_scale from cluster.stragglers)");
+    }
+  }
   return Status::Ok();
 }
 

@@ -63,12 +63,19 @@ struct ClusterConfig {
   Topology topology = Topology::kStar;
   int fat_tree_nodes_per_switch = 8;     // leaf switch radix towards nodes (fat-tree only)
   double fat_tree_oversubscription = 1;  // down / up capacity of a leaf switch (fat-tree only)
-  double nic_bytes_per_s = 12.5e9;       // one NIC, each direction (full duplex)
+  // One NIC, each direction (full duplex). Not stated in the scenario: the model's probed links when a
+  // network probe reached it, else these defaults (sim/cluster_network.h labels which).
+  double nic_bytes_per_s = 12.5e9;
   double nic_latency_s = 5e-6;
+  bool nic_rate_stated = false;     // cluster.network.nic_bytes_per_s was written
+  bool nic_latency_stated = false;  // cluster.network.nic_latency_s was written
   int nics_per_node = 1;
   double intra_node_bytes_per_s = 300e9;  // GPU-to-GPU inside a node (NVLink), each direction, per GPU
   double intra_node_latency_s = 2e-6;
   std::vector<StragglerConfig> stragglers;
+  // The nodes are namespaces or containers on one host: every node's CPU work runs on one set of
+  // hardware.cpu_cores cores (their networks stay separate).
+  bool nodes_share_cores = false;
   int Ranks() const { return nodes * gpus_per_node; }
 };
 

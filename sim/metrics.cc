@@ -57,6 +57,11 @@ struct Signals {
 
 std::string Pct(double f) { return fmt::format("{:.1f}%", 100 * f); }
 
+// Sets of cpu_cores the run had: one per node, or one for all (cluster.nodes_share_cores).
+int CoreSets(const SimInput& input) {
+  return input.scenario.cluster.nodes_share_cores ? 1 : input.scenario.cluster.nodes;
+}
+
 Signals Measure(const SimInput& input, const SimRawStats& s) {
   Signals g;
   const double T = std::max(s.makespan_s, 1e-12);
@@ -65,7 +70,7 @@ Signals Measure(const SimInput& input, const SimRawStats& s) {
   g.workers = input.scenario.loader.num_workers;
   g.cores = input.cpu_cores;
   g.gpu_busy = s.gpu_busy_s / (g.ranks * T);
-  g.cpu_util = s.cpu_busy_core_s / (input.cpu_cores * g.nodes * T);
+  g.cpu_util = s.cpu_busy_core_s / (input.cpu_cores * CoreSets(input) * T);
   g.storage_busy = s.storage_busy_s / T;
   g.collective = s.collective_s / (g.ranks * T);
   g.h2d = s.h2d_s / (g.ranks * T);
@@ -300,7 +305,7 @@ nlohmann::json SummarizeMetrics(const SimInput& input, const SimRawStats& full) 
   m["peak_host_memory_bytes"] = Round9(full.peak_host_memory_bytes);
   m["worker_pss_bytes"] = Round9(input.model.memory.worker_base_pss_bytes);
   m["storage_read_bytes_per_s"] = Round9(static_cast<double>(full.storage_read_bytes) / T);
-  m["cpu_utilization"] = Round9(std::min(1.0, full.cpu_busy_core_s / (input.cpu_cores * nodes * T)));
+  m["cpu_utilization"] = Round9(std::min(1.0, full.cpu_busy_core_s / (input.cpu_cores * CoreSets(input) * T)));
   m["h2d_time_s"] = Round9(full.h2d_s);
   m["collective_time_s"] = Round9(full.collective_s);
   m["queue_wait_s"] = Distribution(full.queue_wait_s);

@@ -64,16 +64,25 @@ void NodeState::ReadTiered(const replay::SampleCost& cost, uint64_t cache_key, i
   if (tier_streams_[k]) tier_streams_[k]->release();
 }
 
+void NodeState::ShareCoresOf(NodeState* owner) {
+  cores_ = owner->hosts_.cpu;
+  running_ = &owner->running_executions_;
+}
+
 void NodeState::Execute(double cpu_s) {
   if (cpu_s <= 0) return;
-  ++running_executions_;
-  sg4::this_actor::execute(cpu_s * kFlopsPerCpuSecond);
-  --running_executions_;
+  ++*running_;
+  if (cores_ == nullptr) {
+    sg4::this_actor::execute(cpu_s * kFlopsPerCpuSecond);
+  } else {
+    sg4::this_actor::exec_init(cpu_s * kFlopsPerCpuSecond)->set_host(cores_)->wait();
+  }
+  --*running_;
   CountBusy(cpu_s);
 }
 
 double NodeState::WakeUp() {
-  const double delay_s = models::WakeupDelayS(input_.model.cpu, running_executions_, config_.cpu_cores);
+  const double delay_s = models::WakeupDelayS(input_.model.cpu, *running_, config_.cpu_cores);
   if (delay_s > 0) sg4::this_actor::sleep_for(delay_s);
   return delay_s;
 }
@@ -81,7 +90,10 @@ double NodeState::WakeUp() {
 sg4::ExecPtr NodeState::ExecuteAsync(double cpu_s) {
   if (cpu_s <= 0) return nullptr;
   CountBusy(cpu_s);
-  return sg4::this_actor::exec_async(cpu_s * kFlopsPerCpuSecond);
+  if (cores_ == nullptr) return sg4::this_actor::exec_async(cpu_s * kFlopsPerCpuSecond);
+  sg4::ExecPtr exec = sg4::this_actor::exec_init(cpu_s * kFlopsPerCpuSecond)->set_host(cores_);
+  exec->start();
+  return exec;
 }
 
 void NodeState::CountBusy(double cpu_s) {

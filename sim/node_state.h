@@ -42,13 +42,16 @@ class NodeState {
 
   int index() const { return index_; }
   simgrid::s4u::Host* cpu() const { return hosts_.cpu; }
+  // cluster.nodes_share_cores: this node's CPU work runs on `owner`'s cores, and counts towards its
+  // running executions (the wake-up delay), while its actors, routes and statistics stay its own.
+  void ShareCoresOf(NodeState* owner);
   NodeStats& stats() { return node_stats_; }
   Recorder& recorder() { return *recorder_; }
 
   // CPU work of `cpu_s` recorded seconds on this node's cores (counts towards cpu_busy_core_s).
   void Execute(double cpu_s);
-  // The same work started without waiting, on the calling actor's host (which must be this node's
-  // CPU host); the caller waits on the returned execution.
+  // The same work started without waiting, on this node's cores; the caller waits on the returned
+  // execution.
   simgrid::s4u::ExecPtr ExecuteAsync(double cpu_s);
   // A thread that was blocked (the loop after its accelerator step, or after waiting for a batch) runs
   // again only after the scheduler's wake-up delay at the executions running now (cpu.wakeup_delay_*,
@@ -81,6 +84,8 @@ class NodeState {
   double node_epoch_bytes_ = 0;                           // bytes this node reads per epoch (tier fill)
   int storage_in_flight_ = 0;
   int running_executions_ = 0;  // Execute calls in progress on this node's cores (not ExecuteAsync)
+  simgrid::s4u::Host* cores_ = nullptr;         // where CPU work runs: hosts_.cpu, or the sharing owner's
+  int* running_ = &running_executions_;         // the counter of the cores' owner
   double storage_busy_since_s_ = 0;
   double flops_per_cpu_s_scale_ = 1;
   LinkClassCounts storage_route_{};  // core_speed_scale x straggler factor: recorded -> core-seconds

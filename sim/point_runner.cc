@@ -9,6 +9,7 @@
 #include "models/error_band.h"
 #include "models/model_params.h"
 #include "replay/manifest.h"
+#include "sim/cluster_network.h"
 #include "sim/decode_replay.h"
 #include "sim/format_replay.h"
 #include "sim/media_replay.h"
@@ -58,7 +59,7 @@ void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const mod
   // node's cores: the oversubscription that matters is theirs together.
   // The measured range counts processes (workers + main, as calibrate records it); the contention
   // check counts the pin threads too.
-  const int ranks = s.hardware.gpus;
+  const int ranks = s.hardware.gpus * (s.cluster.nodes_share_cores ? s.cluster.nodes : 1);
   const int processes = ranks * (w + 1);
   const int busy = processes + (s.loader.pin_memory ? ranks : 0);
   const std::string who =
@@ -106,6 +107,21 @@ void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const mod
                         (range["formats"].empty() ? std::string("?") : range["formats"][0].get<std::string>()) +
                         " -> " + s.data_format + ")");
   }
+}
+
+// An emulated step's host part (gpu.step_host_cpu_s: forward, backward and optimizer run on the CPU)
+// is O(parameters): a scenario that states another gradient size than the model's scales it by the
+// same ratio (docs/modelling.md, "Cluster links"). A real GPU step's host part is not modelled.
+void ScaleStepHostCpu(const scenarios::Scenario& s, models::ModelParams* model, std::vector<std::string>* warnings) {
+  const double calibrated = model->collective.gradient_bytes;
+  const double stated = s.collective.gradient_bytes;
+  if (stated < 0 || calibrated <= 0 || model->gpu.step_host_cpu_s <= 0 || stated == calibrated) return;
+  const double ratio = stated / calibrated;
+  model->gpu.step_host_cpu_s *= ratio;
+  warnings->push_back(fmt::format(
+      "gpu.step_host_cpu_s scaled x{:.3g} with collective.gradient_bytes ({:.4g} stated, {:.4g} calibrated): the "
+      "emulated step's host work grows with the parameter count",
+      ratio, stated, calibrated));
 }
 
 }  // namespace
@@ -232,6 +248,9 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
   }
   point.input.background_threads =
       scenario.hardware.background_threads >= 0 ? scenario.hardware.background_threads : model.cpu.background_threads;
+  point.network = ResolveClusterNetwork(model, scenario.storage.kind == scenarios::StorageKind::kShared,
+                                        &point.input.scenario.cluster, &point.warnings);
+  ScaleStepHostCpu(scenario, &point.input.model, &point.warnings);
   AddExtrapolationWarnings(scenario, point.input.cpu_cores, model, manifest, &point.warnings);
   return point;
 }
@@ -301,6 +320,7 @@ Result<nlohmann::json> AssembleResult(const PreparedPoint& point, const Result<s
                         {"storage_mode", point.input.model.storage.mode},
                         {"trace_samples", static_cast<int64_t>(point.costs->samples.size())},
                         {"dataset_samples", point.input.scenario.train.dataset_samples}};
+  if (point.network.used) result["resolved"]["network"] = point.network.ToJson();
   result["metrics"] = metrics;
   const auto& measured = point.costs->measured;
   const auto& train = point.input.scenario.train;

@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "scenarios/scenario.h"
+#include "sim/cluster_network.h"
 #include "sim/isolated_run.h"
 #include "sim/sim_types.h"
 
@@ -30,6 +31,7 @@ struct PreparedPoint {
   std::string accelerator;       // "cuda" or "emulated"
   std::string accelerator_note;  // why
   std::string step_time_source;  // scenario | model | trace | default
+  ResolvedNetwork network;       // the NICs' rate and latency and where they came from
   std::vector<std::string> warnings;
 };
 

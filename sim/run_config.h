@@ -31,6 +31,7 @@ struct RunConfig {
   double overlap = 0;                // backward fraction of the GPU step
   bool shared_storage = false;
   double shared_storage_latency_s = 0;
+  bool nodes_share_cores = false;  // every node's CPU work on node 0's cores (cluster.nodes_share_cores)
   std::vector<double> rank_step_scale;  // per rank: GPU step time factor (stragglers)
   std::vector<double> node_cpu_scale;   // per node: core speed factor (stragglers)
   models::ClusterSpec cluster;          // the topology to build

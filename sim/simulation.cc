@@ -342,6 +342,7 @@ Result<SimRawStats> Simulation::Run() {
   for (int n = 0; n < config_.nodes; ++n) {
     nodes_.push_back(
         std::make_unique<NodeState>(n, platform_.nodes[static_cast<size_t>(n)], platform_, in_, config_, &recorder_));
+    if (config_.nodes_share_cores && n > 0) nodes_.back()->ShareCoresOf(nodes_.front().get());
     if (config_.shared_storage) {
       nodes_.back()->SetStorageRoute(
           CountLinkClasses(topology_, topology_.Route(topology_.StorageVertex(), topology_.CpuVertex(n))));
@@ -364,7 +365,10 @@ Result<SimRawStats> Simulation::Run() {
     collectives_ = MakeCollectives(config_, topology_, platform_, in_.model, nodes, &stats_.link_load);
   }
   first_batch_s_.assign(static_cast<size_t>(config_.ranks), -1.0);
-  for (auto& node : nodes_) StartBackgroundLoad(node.get());
+  // Shared cores carry the host's other processes once.
+  for (auto& node : nodes_) {
+    if (!config_.nodes_share_cores || node->index() == 0) StartBackgroundLoad(node.get());
+  }
   for (int r = 0; r < config_.ranks; ++r) {
     sg4::Actor::create("rank" + std::to_string(r) + "-main",
                        nodes_[static_cast<size_t>(ranks_[static_cast<size_t>(r)].node)]->cpu(),

@@ -102,6 +102,32 @@ TEST(NetworkFit, ProbeSetsRingParametersThatReproduceTheFitAtItsWorldSize) {
   EXPECT_NEAR(m.CollectiveTimeS(4), 6e-3 + 1.5 * 16e6 / 1e8, 1e-9);
 }
 
+// The probe's links for cluster scenarios: the ring's busbw is one NIC's achieved rate, a ring step
+// crosses two NICs, and the nominal rate is rank 0's tc rate.
+TEST(NetworkFit, ProbeRecordsTheAchievedLinksAndTheirNominalRate) {
+  nlohmann::json doc = ProbeDoc(2);
+  doc["ranks"] = {{{"rank", 0}, {"interface", {{"name", "eth0"}, {"tc_rate_bits_per_s", 1e9}}}}};
+  auto probe = LoadNetworkProbe(Write("p2links.json", doc.dump()));
+  ASSERT_TRUE(probe.ok()) << probe.status().message();
+  NetworkFitResult fit = FitNetwork(&*probe, nullptr, models::CollectiveParams{});
+  EXPECT_NEAR(fit.network.link_bytes_per_s, 1e8, 1.0);
+  EXPECT_NEAR(fit.network.link_latency_s, 0.5e-3, 1e-12);
+  EXPECT_NEAR(fit.network.nominal_link_bytes_per_s, 1.25e8, 1e-3);
+  EXPECT_EQ(fit.network.ranks, 2);
+  EXPECT_EQ(fit.network.nodes, 2);
+  models::ModelParams model;
+  ApplyNetworkFit(fit, &model);
+  EXPECT_TRUE(model.network.probed());
+  EXPECT_FALSE(model.info.at("network.link_bytes_per_s").assumed);
+  // It round-trips through the model file.
+  auto back = models::ParseModel(models::ModelToJson(model), "model.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_NEAR(back->network.link_bytes_per_s, 1e8, 1.0);
+  EXPECT_NEAR(back->network.link_latency_s, 0.5e-3, 1e-12);
+  // Without a probe nothing is recorded.
+  EXPECT_FALSE(FitNetwork(nullptr, nullptr, models::CollectiveParams{}).network.probed());
+}
+
 TEST(NetworkFit, ProbeAtFourRanksDividesByTheRing) {
   auto probe = LoadNetworkProbe(Write("p4.json", ProbeDoc(4).dump()));
   ASSERT_TRUE(probe.ok());

@@ -63,6 +63,9 @@ TEST(Scenario, ClusterKeysParseWithDefaults) {
   EXPECT_EQ(s->cluster.gpus_per_node, 8);  // from hardware.gpus
   EXPECT_EQ(s->cluster.Ranks(), 32);
   EXPECT_EQ(s->cluster.nics_per_node, 2);
+  EXPECT_TRUE(s->cluster.nic_rate_stated);  // stated: simulated as written, labelled nominal
+  EXPECT_TRUE(s->cluster.nic_latency_stated);
+  EXPECT_FALSE(s->cluster.nodes_share_cores);
   EXPECT_EQ(s->cluster.intra_node_bytes_per_s, 400e9);
   ASSERT_EQ(s->cluster.stragglers.size(), 1u);
   EXPECT_EQ(s->cluster.stragglers[0].node, 3);
@@ -94,6 +97,10 @@ TEST(Scenario, ClusterKeysRejectBadValues) {
   EXPECT_NE(error("cluster", R"({"nodes": 2, "stragglers": [{"node": 2}]})").find("'node' must be in [0, 1]"),
             std::string::npos);
   EXPECT_NE(error("cluster", R"({"network": {"nic_bytes_per_s": -1}})").find("cluster.network"), std::string::npos);
+  EXPECT_NE(error("cluster", R"({"nodes": 2, "nodes_share_cores": true, "stragglers": [{"node": 1, "cpu_speed_scale": 2}]})")
+                .find("no node can have slower ones"),
+            std::string::npos);
+  EXPECT_NE(error("cluster", R"({"nodes_share_cores": 1})").find("nodes_share_cores"), std::string::npos);
   EXPECT_NE(error("cluster", R"({"topology": "fat-tree", "fat_tree": {"nodes_per_switch": 8, "oversubscription": 3}})")
                 .find("whole number of spine switches"),
             std::string::npos);

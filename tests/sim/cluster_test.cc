@@ -239,6 +239,40 @@ TEST(Cluster, StepHostCpuWorkWaitsForTheCores) {
   }
 }
 
+TEST(Cluster, NodesSharingOneHostsCoresCompeteForThem) {
+  // 2 nodes x 1 GPU, 3 steps of 0.1 s accelerator + 0.05 s of the loop thread's CPU, 1 core per node:
+  // on their own cores a step takes 0.15 s; with cluster.nodes_share_cores the two loops share one
+  // core (0.1 s for both CPU parts), so 0.2 s, as on one node with 2 GPUs (the test above). The
+  // collective's host CPU (c x S per rank, c = 1e-9 s/B, S = 5e7 B over a 1 GB/s ring) shares it too:
+  // 0.05 s per rank alone, 0.1 s on the shared core, against a 0.05 s transfer.
+  auto costs = FreeCosts(64);
+  for (bool shared : {false, true}) {
+    SimInput in = Cluster(&costs, 2, 1, 0.1, 3);
+    in.cpu_cores = 1;
+    in.scenario.cluster.nodes_share_cores = shared;
+    in.model.gpu.step_host_cpu_s = 0.05;
+    in.scenario.collective.gradient_bytes = 0;
+    nlohmann::json metrics;
+    auto r = Simulate(in, &metrics);
+    SCOPED_TRACE(shared ? "shared cores" : "own cores");
+    // (+ the empty all-reduce's ring latency, 3 x 42 us)
+    EXPECT_NEAR(r["makespan_s"].get<double>(), 3 * (shared ? 0.2 : 0.15), 2e-4);
+    // Utilisation over the cores the run had: one set when shared, one per node otherwise.
+    EXPECT_NEAR(metrics["cpu_utilization"].get<double>(), 0.3 / r["makespan_s"].get<double>() / (shared ? 1 : 2),
+                1e-6);
+
+    SimInput comm = Cluster(&costs, 2, 1, 0.0, 1);
+    comm.cpu_cores = 1;
+    comm.scenario.cluster.nodes_share_cores = shared;
+    comm.scenario.cluster.nic_bytes_per_s = 1e9;
+    comm.scenario.cluster.nic_latency_s = 1e-6;
+    comm.scenario.collective.gradient_bytes = 5e7;
+    comm.model.collective.cpu_s_per_bus_byte = 1e-9;
+    auto c = Simulate(comm);
+    for (double t : c["rank_collective_s"]) EXPECT_NEAR(t, shared ? 0.1 : 0.05, 1e-4);
+  }
+}
+
 TEST(Cluster, SharedStorageCapsAllNodesTogether) {
   // 4 nodes x 1 GPU read 10 samples of 1 MB each (inline, batch 1) from shared storage capped at
   // 100 MB/s in aggregate: the 4 concurrent reads get 25 MB/s each, 40 ms per sample, plus the 5 us

@@ -2,9 +2,12 @@
 #include "sim/point_runner.h"
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "models/model_params.h"
 
 namespace simreplay::sim {
 namespace {
@@ -43,6 +46,60 @@ TEST(PreparePoint, OversubscriptionCountsEveryRankOnTheNode) {
   auto unpinned = Prepare(8, 7, 64, false);
   ASSERT_TRUE(unpinned.ok());
   EXPECT_FALSE(Warns(*unpinned, "CPU contention curve assumed"));
+}
+
+// A cluster scenario: the quickstart model with a probed network and an emulated step's host CPU.
+Result<PreparedPoint> PrepareCluster(const nlohmann::json& cluster, const nlohmann::json& collective) {
+  const std::string dir = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/quickstart";
+  auto model = models::LoadModelFile(dir + "/model.json");
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  model->trace_path = dir + "/" + model->trace_path;
+  model->gpu.step_host_cpu_s = 0.01;
+  model->collective.gradient_bytes = 8e6;
+  model->network.link_bytes_per_s = 1.2e8;
+  model->network.link_latency_s = 1e-4;
+  model->network.nominal_link_bytes_per_s = 1.25e8;
+  const std::string path = ::testing::TempDir() + "/point_runner_cluster_model.json";
+  std::ofstream(path) << models::ModelToJson(*model).dump();
+  nlohmann::json j = {{"model", path},       {"loader", {{"num_workers", 1}, {"batch_size", 8}}},
+                      {"cluster", cluster},  {"collective", collective},
+                      {"train", {{"steps", 4}}}};
+  auto s = scenarios::ParseScenario(j, dir + "/scenario.json", dir);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  CostCache cache;
+  return PreparePoint(*s, &cache);
+}
+
+TEST(PreparePoint, ClusterNicsComeFromTheProbeUnlessStated) {
+  auto probed = PrepareCluster({{"nodes", 2}}, nlohmann::json::object());
+  ASSERT_TRUE(probed.ok()) << probed.status().message();
+  EXPECT_DOUBLE_EQ(probed->input.scenario.cluster.nic_bytes_per_s, 1.2e8);
+  EXPECT_EQ(probed->network.Label(), kProbed);
+  auto nominal = PrepareCluster({{"nodes", 2}, {"network", {{"nic_bytes_per_s", 1.25e8}}}}, nlohmann::json::object());
+  ASSERT_TRUE(nominal.ok());
+  EXPECT_DOUBLE_EQ(nominal->input.scenario.cluster.nic_bytes_per_s, 1.25e8);
+  EXPECT_TRUE(Warns(*nominal, "is assumed (nominal)"));
+}
+
+TEST(PreparePoint, AStatedGradientScalesTheEmulatedStepsHostCpu) {
+  auto same = PrepareCluster({{"nodes", 2}}, nlohmann::json::object());
+  ASSERT_TRUE(same.ok());
+  EXPECT_DOUBLE_EQ(same->input.model.gpu.step_host_cpu_s, 0.01);
+  auto doubled = PrepareCluster({{"nodes", 2}}, {{"gradient_bytes", 16e6}});
+  ASSERT_TRUE(doubled.ok());
+  EXPECT_DOUBLE_EQ(doubled->input.model.gpu.step_host_cpu_s, 0.02);
+  EXPECT_TRUE(Warns(*doubled, "gpu.step_host_cpu_s scaled x2 with collective.gradient_bytes"));
+}
+
+TEST(PreparePoint, NodesSharingCoresCountEveryNodesProcesses) {
+  // 4 nodes x (1 worker + main) on the trace's 2 cores, shared: 8 processes, oversubscribed; on each
+  // node's own 2 cores not.
+  auto shared = PrepareCluster({{"nodes", 4}, {"nodes_share_cores", true}}, nlohmann::json::object());
+  ASSERT_TRUE(shared.ok());
+  EXPECT_TRUE(Warns(*shared, "4 ranks x (1 workers + main process) on 2 cores"));
+  auto own = PrepareCluster({{"nodes", 4}}, nlohmann::json::object());
+  ASSERT_TRUE(own.ok());
+  EXPECT_FALSE(Warns(*own, "ranks x (1 workers"));
 }
 
 }  // namespace
