@@ -70,6 +70,38 @@ def host_sample() -> Tuple[int, int, int]:
     return used, total, busy
 
 
+def noise_sample() -> Dict[str, float]:
+    """The host's noise counters now: cumulative busy, steal and total CPU time over all cores (ns, from
+    /proc/stat), the 1-minute load average and the mean core frequency (MHz, /proc/cpuinfo; 0 when the
+    kernel does not report it). Two samples make a window (noise_window)."""
+    out = {"busy_ns": 0.0, "steal_ns": 0.0, "total_ns": 0.0, "loadavg_1m": -1.0, "mhz": 0.0}
+    for line in (_read("/proc/stat") or "").splitlines():
+        if line.startswith("cpu "):
+            v = [int(x) for x in line.split()[1:]]
+            idle = v[3] + (v[4] if len(v) > 4 else 0)
+            out["total_ns"] = float(sum(v[:8]) * _TICK_NS)
+            out["busy_ns"] = float((sum(v[:8]) - idle) * _TICK_NS)
+            out["steal_ns"] = float((v[7] if len(v) > 7 else 0) * _TICK_NS)
+            break
+    try:
+        out["loadavg_1m"] = float((_read("/proc/loadavg") or "-1").split()[0])
+    except ValueError:
+        pass
+    mhz = [float(l.split(":")[1]) for l in (_read("/proc/cpuinfo") or "").splitlines() if l.startswith("cpu MHz")]
+    out["mhz"] = sum(mhz) / len(mhz) if mhz else 0.0
+    return out
+
+
+def noise_window(before: Dict[str, float], after: Dict[str, float]) -> Dict[str, float]:
+    """What the host did between two noise_sample()s: busy and steal as fractions of all cores' time,
+    the load average at both ends and the mean frequency at both ends."""
+    total = max(after["total_ns"] - before["total_ns"], 1.0)
+    return {"busy_fraction": (after["busy_ns"] - before["busy_ns"]) / total,
+            "steal_fraction": (after["steal_ns"] - before["steal_ns"]) / total,
+            "loadavg_before": before["loadavg_1m"], "loadavg_after": after["loadavg_1m"],
+            "mhz_before": before["mhz"], "mhz_after": after["mhz"]}
+
+
 def tree_cpu_ns(pid: int) -> int:
     """Cumulative CPU (utime+stime) of `pid` and its live direct children (e.g. DataLoader workers)."""
     total = 0
