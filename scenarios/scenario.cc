@@ -303,7 +303,9 @@ Status ParseTiers(const nlohmann::json& j, const std::string& where, std::vector
 Status ParseStorage(const nlohmann::json& j, const std::string& where, StorageConfig* c) {
   if (!j.is_object()) return Status::InvalidArgument(where + ": 'storage' must be an object");
   JsonFields f(j, where + ": storage");
-  SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(j, {"kind", "aggregate_bytes_per_s", "latency_s", "tiers"}, f));
+  SIMREPLAY_RETURN_IF_ERROR(
+      CheckKnownKeys(j, {"kind", "aggregate_bytes_per_s", "latency_s", "client_cache", "tiers"}, f));
+  SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalBool("client_cache", &c->client_cache));
   SIMREPLAY_RETURN_IF_ERROR(GetEnum(f, "kind", kStorageKindNames, &c->kind));
   if (j.contains("tiers")) {
     if (c->kind == StorageKind::kShared) return f.Error("give 'tiers' or kind \"shared\", not both");

@@ -92,6 +92,8 @@ struct StorageConfig {
   StorageKind kind = StorageKind::kLocal;
   double aggregate_bytes_per_s = 2e9;  // shared: the file system's total read bandwidth
   double latency_s = 1e-3;             // shared: per request
+  bool client_cache = true;            // shared: the node's page cache keeps what it read (NFS, Lustre);
+                                       // false for an object store over HTTP (every read is a request)
   std::vector<models::StorageTier> tiers;  // storage.tiers, fastest first; empty: the model's storage
 };
 

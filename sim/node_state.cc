@@ -122,8 +122,10 @@ void NodeState::ReadSample(const replay::SampleCost& cost, uint64_t cache_key, i
   const auto& storage = input_.model.storage;
   if (cost.read_s <= 0 && cost.read_bytes <= 0) return;
   if (storage_in_flight_++ == 0) storage_busy_since_s_ = sg4::Engine::get_clock();
-  const bool cached =
-      storage.page_cache_hit_ratio > 0 && Rng::HashUnit(cache_key, input_.scenario.seed) < storage.page_cache_hit_ratio;
+  // An object store read over HTTP has no client cache: every read is a request to it.
+  const bool client_cache = !config_.shared_storage || input_.scenario.storage.client_cache;
+  const bool cached = client_cache && storage.page_cache_hit_ratio > 0 &&
+                      Rng::HashUnit(cache_key, input_.scenario.seed) < storage.page_cache_hit_ratio;
   if (!input_.scenario.storage.tiers.empty()) {
     ReadTiered(cost, cache_key, epoch);
   } else if (config_.shared_storage && !cached) {

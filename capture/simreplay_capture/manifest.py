@@ -100,6 +100,8 @@ def hardware() -> Dict[str, Any]:
 def storage(path: Optional[str]) -> Optional[Dict[str, Any]]:
     if not path:
         return None
+    if path.startswith(("http://", "https://")):  # a remote store read over HTTP: no local mount
+        return {"path": path, "mount": None, "fs_type": "http", "device": None, "rotational": None}
     path = os.path.realpath(path)
     best = None
     text = _read("/proc/mounts") or ""

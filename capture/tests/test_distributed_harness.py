@@ -89,3 +89,32 @@ def test_sigint_tears_everything_down(tmp_path):
     assert _namespaces(tag) == []
     h = json.load(open(out / "harness.json"))
     assert h["interrupted_by_signal"] == int(signal.SIGINT)
+
+
+@root
+def test_storage_server_namespace_serves_over_its_shaped_link(tmp_path):
+    # --server-dir: a storage-server namespace on the bridge serves the directory over HTTP; a 1 MB
+    # object through its 20 Mbit/s link takes >= 1e6 x 8 / 2e7 = 0.4 s, and the namespace is removed.
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "blob").write_bytes(os.urandom(1_000_000))
+    script = tmp_path / "get.py"
+    script.write_text(r"""
+import json, os, time
+from simreplay_capture.bench.dataset import http_get
+t0 = time.perf_counter(); body = http_get("http://10.213.0.250:8000/blob"); dt = time.perf_counter() - t0
+part = http_get("http://10.213.0.250:8000/blob", (1000, 16))
+json.dump({"bytes": len(body), "dt": dt, "part": part.hex()}, open(os.path.join(os.environ["OUT"], "get.json"), "w"))
+""")
+    out = tmp_path / "out"
+    env = dict(subprocess_env(), OUT=str(out))
+    p = subprocess.run([sys.executable, HARNESS, "--nodes", "1", "--rate", "1gbit", "--server-dir", str(data),
+                        "--server-rate", "20mbit", "--out", str(out), "--port", "29613", "--timeout-s", "120", "--",
+                        str(script)], env=env, capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr + open(out / "node0.log").read()[-2000:]
+    got = json.load(open(out / "get.json"))
+    assert got["bytes"] == 1_000_000 and got["dt"] >= 0.4
+    assert bytes.fromhex(got["part"]) == (data / "blob").read_bytes()[1000:1016]  # a range, whole object sent
+    h = json.load(open(out / "harness.json"))
+    assert h["topology"]["server"]["rate_bits_per_s"] == 20_000_000
+    assert h["topology"]["server"]["namespace"] not in _namespaces("")

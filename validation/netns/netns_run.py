@@ -11,6 +11,9 @@ Builds (docs/distributed.md, "The network-namespace harness"):
   harness created, the host's own interfaces and routes are never touched;
 - one full-duplex shaped link per node: `tc tbf rate R` on both veth ends (each direction gets R), plus
   `netem delay D` (one-way) when --delay-ms is given;
+- with --server-dir D: a storage-server namespace on the same bridge (10.213.0.250, its own NIC
+  shaped at --server-rate) serving D over HTTP on port 8000 (Python's http.server) for the job's
+  lifetime, so that data read from it crosses the server's link and the nodes' NICs;
 - one torchrun (simreplay_capture.distributed_launch) per node inside its namespace, node 0 the
   rendezvous master, 1 process per node by default; the arguments after `--` are torchrun's script
   and its arguments.
@@ -33,7 +36,9 @@ import time
 from typing import Dict, List, Optional
 
 SUBNET = "10.213.0"
-PREFIX = "srn"  # namespace names: srn<pid>s (switch), srn<pid>n<i> (nodes)
+PREFIX = "srn"  # namespace names: srn<pid>s (switch), srn<pid>n<i> (nodes), srn<pid>srv (storage server)
+SERVER_ADDRESS = f"{SUBNET}.250"
+SERVER_PORT = 8000
 EXIT_NOT_ROOT = 77
 
 
@@ -58,13 +63,17 @@ def parse_rate(text: str) -> int:
 class Topology:
     """The namespaces, bridge and shaped veth links; `close()` removes all of them (idempotent)."""
 
-    def __init__(self, nodes: int, rate_bits_per_s: int, delay_ms: float, tag: str) -> None:
+    def __init__(self, nodes: int, rate_bits_per_s: int, delay_ms: float, tag: str,
+                 server_rate_bits_per_s: int = 0) -> None:
         self.nodes = nodes
         self.rate = rate_bits_per_s
         self.delay_ms = delay_ms
         self.switch = f"{PREFIX}{tag}s"
         self.node_ns = [f"{PREFIX}{tag}n{i}" for i in range(nodes)]
         self.addresses = [f"{SUBNET}.{i + 1}" for i in range(nodes)]
+        # a storage server namespace on the same bridge, its NIC shaped at its own rate (0: none)
+        self.server_rate = server_rate_bits_per_s
+        self.server_ns = f"{PREFIX}{tag}srv" if server_rate_bits_per_s > 0 else ""
         self.created: List[str] = []
 
     def build(self) -> None:
@@ -85,14 +94,27 @@ class Topology:
             _sh(*ex, "ip", "link", "set", "eth0", "up")
             _sh(*sw, "ip", "link", "set", f"p{i}", "master", "br0")
             _sh(*sw, "ip", "link", "set", f"p{i}", "up")
-            self._shape(ex, "eth0")            # node -> switch
-            self._shape(sw, f"p{i}")           # switch -> node
+            self._shape(ex, "eth0", self.rate)            # node -> switch
+            self._shape(sw, f"p{i}", self.rate)           # switch -> node
+        if self.server_ns:
+            _sh("ip", "netns", "add", self.server_ns)
+            self.created.append(self.server_ns)
+            ex = ["ip", "netns", "exec", self.server_ns]
+            _sh(*ex, "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "psrv")
+            _sh(*ex, "ip", "link", "set", "psrv", "netns", self.switch)
+            _sh(*ex, "ip", "addr", "add", f"{SERVER_ADDRESS}/24", "dev", "eth0")
+            _sh(*ex, "ip", "link", "set", "lo", "up")
+            _sh(*ex, "ip", "link", "set", "eth0", "up")
+            _sh(*sw, "ip", "link", "set", "psrv", "master", "br0")
+            _sh(*sw, "ip", "link", "set", "psrv", "up")
+            self._shape(ex, "eth0", self.server_rate)
+            self._shape(sw, "psrv", self.server_rate)
 
-    def _shape(self, ex: List[str], dev: str) -> None:
+    def _shape(self, ex: List[str], dev: str, rate: int) -> None:
         # tbf: burst must hold at least one rate/HZ worth of bytes; 32 KiB + rate/250 is ample and
         # small enough not to let bursts bypass the rate for long. latency bounds the queue (50 ms).
-        burst = max(32 * 1024, self.rate // 8 // 250)
-        tbf = ["tbf", "rate", f"{self.rate}bit", "burst", str(burst), "latency", "50ms"]
+        burst = max(32 * 1024, rate // 8 // 250)
+        tbf = ["tbf", "rate", f"{rate}bit", "burst", str(burst), "latency", "50ms"]
         if self.delay_ms > 0:
             _sh(*ex, "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem", "delay",
                 f"{self.delay_ms}ms")
@@ -113,10 +135,34 @@ class Topology:
         self.created.clear()
 
     def describe(self) -> Dict[str, object]:
-        return {"nodes": self.nodes, "switch_namespace": self.switch, "node_namespaces": self.node_ns,
-                "addresses": self.addresses, "rate_bits_per_s": self.rate, "delay_ms": self.delay_ms,
-                "link": "veth pair per node to a Linux bridge; tbf rate on both ends (full duplex)"
-                        + (", netem delay on both ends" if self.delay_ms > 0 else "")}
+        d: Dict[str, object] = {
+            "nodes": self.nodes, "switch_namespace": self.switch, "node_namespaces": self.node_ns,
+            "addresses": self.addresses, "rate_bits_per_s": self.rate, "delay_ms": self.delay_ms,
+            "link": "veth pair per node to a Linux bridge; tbf rate on both ends (full duplex)"
+                    + (", netem delay on both ends" if self.delay_ms > 0 else "")}
+        if self.server_ns:
+            d["server"] = {"namespace": self.server_ns, "address": SERVER_ADDRESS, "port": SERVER_PORT,
+                           "rate_bits_per_s": self.server_rate, "url": f"http://{SERVER_ADDRESS}:{SERVER_PORT}"}
+        return d
+
+
+def start_server(topo: Topology, directory: str, python: str, out: str) -> subprocess.Popen:
+    """Python's threading HTTP server (http.server: a connection per request, no byte ranges) serving
+    `directory` from the server namespace; returns once it accepts connections (or raises)."""
+    log = open(os.path.join(out, "server.log"), "w")
+    p = subprocess.Popen(["ip", "netns", "exec", topo.server_ns, python, "-m", "http.server", str(SERVER_PORT),
+                          "--bind", SERVER_ADDRESS, "--directory", os.path.abspath(directory)],
+                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    log.close()
+    probe = ["ip", "netns", "exec", topo.server_ns, python, "-c",
+             f"import socket; socket.create_connection(('{SERVER_ADDRESS}', {SERVER_PORT}), 1).close()"]
+    for _ in range(100):
+        if p.poll() is not None:
+            raise RuntimeError(f"the storage server exited with {p.returncode} (see {out}/server.log)")
+        if subprocess.run(probe, capture_output=True).returncode == 0:
+            return p
+        time.sleep(0.1)
+    raise RuntimeError("the storage server did not accept connections within 10 s")
 
 
 def remove_stale() -> List[str]:
@@ -124,7 +170,7 @@ def remove_stale() -> List[str]:
     removed = []
     for line in _sh("ip", "netns", "list", check=False).stdout.splitlines():
         name = line.split()[0] if line.split() else ""
-        m = re.fullmatch(rf"{PREFIX}(\d+)(s|n\d+)", name)
+        m = re.fullmatch(rf"{PREFIX}(\d+)(s|n\d+|srv)", name)
         if m and not os.path.exists(f"/proc/{m.group(1)}"):
             _sh("ip", "netns", "delete", name, check=False)
             removed.append(name)
@@ -133,7 +179,8 @@ def remove_stale() -> List[str]:
 
 def run(args: argparse.Namespace) -> int:
     os.makedirs(args.out, exist_ok=True)
-    topo = Topology(args.nodes, args.rate, args.delay_ms, str(os.getpid()))
+    topo = Topology(args.nodes, args.rate, args.delay_ms, str(os.getpid()),
+                    (args.server_rate or args.rate) if args.server_dir else 0)
     procs: List[subprocess.Popen] = []
     stopping = {"signal": None}
 
@@ -150,12 +197,15 @@ def run(args: argparse.Namespace) -> int:
         topo.build()
         report["topology"] = topo.describe()
         report["stale_namespaces_removed"] = stale
+        if args.server_dir:
+            procs.append(start_server(topo, args.server_dir, args.python, args.out))
         capture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "capture")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.path.abspath(capture) + os.pathsep + env.get("PYTHONPATH", "")
         env.pop("RANK", None)
         env.pop("WORLD_SIZE", None)
         cmds = []
+        server = len(procs)  # the server (if any) runs until the job ends; it is not a node
         for i, ns in enumerate(topo.node_ns):
             cmd = ["ip", "netns", "exec", ns, args.python, "-m", "simreplay_capture.distributed_launch",
                    "--nnodes", str(args.nodes), "--nproc_per_node", str(args.nproc_per_node),
@@ -170,20 +220,24 @@ def run(args: argparse.Namespace) -> int:
             cmds.append(cmd)
         report["commands"] = cmds
         deadline = t0 + args.timeout_s
-        codes: List[Optional[int]] = [None] * len(procs)
+        nodes = procs[server:]
+        codes: List[Optional[int]] = [None] * len(nodes)
         while any(c is None for c in codes):
-            for i, p in enumerate(procs):
+            for i, p in enumerate(nodes):
                 if codes[i] is None:
                     codes[i] = p.poll()
             if any(c not in (None, 0) for c in codes):
                 time.sleep(2.0)  # let the others notice; then stop them
                 break
+            if server and procs[0].poll() is not None:
+                report["error"] = f"the storage server exited with {procs[0].returncode} during the job"
+                break
             if time.monotonic() > deadline:
                 report["timed_out"] = True
                 break
             time.sleep(0.1)
-        report["exit_codes"] = [p.poll() for p in procs]
-        rc = 0 if all(c == 0 for c in report["exit_codes"]) else 1
+        report["exit_codes"] = [p.poll() for p in nodes]
+        rc = 0 if all(c == 0 for c in report["exit_codes"]) and "error" not in report else 1
     except KeyboardInterrupt:
         report["interrupted_by_signal"] = stopping["signal"] or signal.SIGINT
         rc = 130
@@ -224,6 +278,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--port", type=int, default=29500)
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter with torch")
     ap.add_argument("--timeout-s", type=float, default=600)
+    ap.add_argument("--server-dir", default="",
+                    help=f"serve this directory over HTTP from a storage-server namespace at "
+                         f"http://{SERVER_ADDRESS}:{SERVER_PORT} (on the same bridge)")
+    ap.add_argument("--server-rate", type=parse_rate, default=0,
+                    help="the storage server's NIC rate, each direction (default: --rate)")
     ap.add_argument("--out", required=True, help="directory for harness.json and node logs")
     ap.add_argument("script", nargs=argparse.REMAINDER, help="-- then torchrun's script and arguments")
     return ap

@@ -13,7 +13,7 @@ import json
 import os
 import random
 import tarfile
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 MEDIA_ROOT = "/usr/share/doc/opencv-doc"
 FORMATS = ("files", "tar", "lmdb", "hdf5", "tfrecord")
@@ -251,6 +251,29 @@ def _write_hdf5(out: str, samples: List[Dict[str, Any]], blobs: List[bytes]) -> 
 
 
 # ---------------------------------------------------------------------------- readers
+def is_url(root: str) -> bool:
+    """A dataset root served over HTTP (`http://host:port/path`): samples are fetched with one GET
+    each (tar members with a Range request), as a loader reading an object store does."""
+    return root.startswith(("http://", "https://"))
+
+
+def http_get(url: str, byte_range: Optional[Tuple[int, int]] = None, timeout_s: float = 60) -> bytes:
+    """One GET (HTTP/1.0 semantics: a connection per request, as urllib makes them); `byte_range`
+    (offset, size) asks for part of the object and checks that exactly that part came back."""
+    import urllib.request
+    req = urllib.request.Request(url)
+    if byte_range is not None:
+        req.add_header("Range", f"bytes={byte_range[0]}-{byte_range[0] + byte_range[1] - 1}")
+    with urllib.request.urlopen(req, timeout=timeout_s) as r:
+        data = r.read()
+        if byte_range is not None and r.status != 206:
+            # a server without ranges sends the whole object: take the part asked for
+            data = data[byte_range[0]:byte_range[0] + byte_range[1]]
+    if byte_range is not None and len(data) != byte_range[1]:
+        raise IOError(f"{url}: expected {byte_range[1]} bytes at {byte_range[0]}, got {len(data)}")
+    return data
+
+
 class Reader:
     """Per-process byte reader for one format; opened lazily in each worker (fork/spawn safe)."""
 
@@ -276,6 +299,8 @@ class Reader:
             self._h = h5py.File(os.path.join(self.root, self.info["path"]), "r")["samples"]
 
     def read(self, i: int) -> bytes:
+        if is_url(self.root):
+            return self._read_http(i)
         self._open()
         s = self.samples[i]
         if self.fmt == "files":
@@ -306,6 +331,16 @@ class Reader:
             return self._h[i].tobytes()
         raise ValueError(self.fmt)
 
+    def _read_http(self, i: int) -> bytes:
+        base = self.root.rstrip("/")
+        if self.fmt == "files":
+            s = self.samples[i]
+            return http_get(f"{base}/files/{s['key']}.{s['ext']}")
+        if self.fmt == "tar":
+            shard, off, size = self.info["index"][i]
+            return http_get(f"{base}/tar/{shard}", (off, size))
+        raise ValueError(f"format {self.fmt!r} is not read over HTTP (files and tar are)")
+
     def __getstate__(self) -> Dict[str, Any]:
         st = dict(self.__dict__)
         st["_h"], st["_pid"] = None, -1
@@ -313,6 +348,8 @@ class Reader:
 
 
 def load_manifest(root: str) -> Dict[str, Any]:
+    if is_url(root):
+        return json.loads(http_get(root.rstrip("/") + "/dataset.json"))
     with open(os.path.join(root, "dataset.json")) as f:
         return json.load(f)
 

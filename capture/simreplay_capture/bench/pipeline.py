@@ -8,7 +8,7 @@ from typing import Any, Dict, List
 import torch
 
 from .. import context as sc_ctx
-from .dataset import Reader, load_manifest
+from .dataset import Reader, is_url, load_manifest
 
 MEAN = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1)
 STD = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
@@ -39,7 +39,7 @@ class BenchDataset(torch.utils.data.Dataset):
 
     def data_stats(self) -> Dict[str, Any]:
         return {"files": self.man["files"], "bytes": self.man["bytes"], "mix": self.man["mix"],
-                "format": self.fmt, "path": os.path.abspath(self.root)}
+                "format": self.fmt, "path": self.root if is_url(self.root) else os.path.abspath(self.root)}
 
     def __getitem__(self, i: int) -> Dict[str, Any]:
         s = self.man["samples"][i]

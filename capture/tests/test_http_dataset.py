@@ -1,0 +1,78 @@
+"""Reading a dataset over HTTP from a real server (Python's http.server on loopback): the bench's
+reader returns the same bytes as from the files, and probe_http fits the store's latency and rate."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import subprocess_env
+from simreplay_capture import probe_http
+from simreplay_capture.bench.dataset import Reader, load_manifest
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("httpdata")
+    subprocess.run([sys.executable, "-m", "simreplay_capture.bench", "make-dataset", "--out", str(root), "--images",
+                    "12", "--videos", "2", "--frames", "4", "--formats", "files,tar", "--seed", "0"],
+                   env=subprocess_env(), check=True, capture_output=True)
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory",
+                               str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield str(root), f"http://127.0.0.1:{port}"
+    server.terminate()
+    server.wait()
+
+
+def test_reader_over_http_returns_the_files_bytes(served):
+    root, url = served
+    local, remote = load_manifest(root), load_manifest(url)
+    assert remote == local
+    for fmt in ("files", "tar"):
+        a, b = Reader(root, fmt, local), Reader(url, fmt, remote)
+        for i in range(len(local["samples"])):
+            assert b.read(i) == a.read(i)
+    with pytest.raises(ValueError, match="not read over HTTP"):
+        Reader(url, "lmdb", dict(remote, formats={"lmdb": {}})).read(0)
+
+
+def test_probe_http_fits_latency_and_bandwidth(served, tmp_path):
+    _, url = served
+    out = tmp_path / "probe-http.json"
+    p = subprocess.run([sys.executable, "-m", "simreplay_capture.probe_http", url, "--out", str(out)],
+                       env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    doc = json.load(open(out))
+    assert doc["schema"] == "simreplay.probe-http/1"
+    f = doc["fit"]
+    assert f["latency_s"] > 0 and f["bytes_per_s"] > 1e6 and f["large_objects"] >= 2
+    assert len(doc["points"]) == f["small_objects"] + f["large_objects"]
+
+
+def test_fit_recovers_a_line():
+    pts = [(b, 2e-3 + b / 5e7) for b in (1000, 5000, 20000, 40000)] + [(3_000_000, 2e-3 + 3e6 / 5e7)] * 2
+    f = probe_http.fit(pts, 100_000)
+    assert abs(f["latency_s"] - 2e-3) < 1e-9 and abs(f["bytes_per_s"] - 5e7) < 1.0
+
+
+def test_unreachable_store_is_one_line_and_exit_1(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "simreplay_capture.probe_http", f"http://127.0.0.1:{_free_port()}",
+                        "--out", str(tmp_path / "p.json")], env=subprocess_env(), capture_output=True, text=True)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "probe_http: http://127.0.0.1" in p.stderr
+    assert not (tmp_path / "p.json").exists()
