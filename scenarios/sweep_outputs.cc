@@ -237,6 +237,7 @@ std::string SweepCsv(const std::vector<SweepResult>& points) {
   for (const auto& [axis, v] : points[0].axes) header.push_back(axis);
   for (const auto& c : CsvMetricColumns()) header.push_back(c);
   header.push_back("accelerator");
+  header.push_back("network");  // where the NICs' rate came from (resolved.network.label; empty: one node)
   for (size_t i = 0; i < header.size(); ++i) out += (i ? "," : "") + CsvEscape(header[i]);
   out += "\n";
   for (const auto& p : points) {
@@ -246,6 +247,7 @@ std::string SweepCsv(const std::vector<SweepResult>& points) {
       row += (row.empty() ? "" : ",") + CsvEscape(Cell(Lookup(p.result["metrics"], c)));
     }
     row += "," + CsvEscape(Cell(Lookup(p.result, "accelerator")));
+    row += "," + CsvEscape(Cell(Lookup(p.result, "resolved.network.label")));
     out += row + "\n";
   }
   return out;
@@ -329,6 +331,9 @@ std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepR
   if (!points.empty()) {
     html += "Accelerator: <b>" + HtmlEscape(points[0].result.value("accelerator", "")) + "</b> (" +
             HtmlEscape(points[0].result.value("accelerator_note", "")) + ").";
+  }
+  if (!points.empty() && Lookup(points[0].result, "resolved.network.label") != nullptr) {
+    html += " NICs: <b>" + HtmlEscape(Cell(Lookup(points[0].result, "resolved.network.label"))) + "</b>.";
   }
   html += " Simulated predictions, not measurements.</p>\n";
   const std::string best = BestPointLine(points);

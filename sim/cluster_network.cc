@@ -8,7 +8,7 @@ nlohmann::json ResolvedNetwork::ToJson() const {
   auto one = [](const ResolvedValue& v) {
     return nlohmann::json{{"value", v.value}, {"provenance", v.provenance}, {"source", v.source}};
   };
-  return {{"nic_bytes_per_s", one(nic_bytes_per_s)}, {"nic_latency_s", one(nic_latency_s)}};
+  return {{"nic_bytes_per_s", one(nic_bytes_per_s)}, {"nic_latency_s", one(nic_latency_s)}, {"label", Label()}};
 }
 
 std::string ResolvedNetwork::Label() const {

@@ -28,7 +28,8 @@ struct ResolvedValue {
 struct ResolvedNetwork {
   bool used = false;  // more than one node, or shared storage read through the NICs
   ResolvedValue nic_bytes_per_s, nic_latency_s;
-  nlohmann::json ToJson() const;  // {"nic_bytes_per_s": {"value","provenance","source"}, ...}
+  // {"nic_bytes_per_s": {"value","provenance","source"}, "nic_latency_s": {...}, "label": Label()}
+  nlohmann::json ToJson() const;
   // "probed", "assumed (nominal)", ... for the rate; "probed rate, assumed (nominal) latency" when
   // the two differ.
   std::string Label() const;

@@ -42,3 +42,39 @@ def test_a_missing_trace_or_digest_fails(tmp_path):
     os.remove(tmp_path / "t.rank1.jsonl.gz")
     text = "; ".join(multinode.check_run(s, str(tmp_path), 20))
     assert "no parameter digest" in text and "no trace of rank 1" in text
+
+
+def _spec():
+    return json.load(open(os.path.join(HERE, "..", "..", "validation", "suite", "multinode.json")))
+
+
+def test_cases_are_predicted_through_the_cluster_path_from_scenario_inputs(tmp_path):
+    # The scenario a user writes: N nodes of one rank sharing the host's cores, the NICs left to the
+    # probe, the gradient and the straggler as inputs; the model file is only read, never written.
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps({"schema": "simreplay.model/1", "gpu": {"step_time_s": {"value": 0.05}}}))
+    before = model.read_text()
+    spec = dict(_spec(), dataset_samples=320)
+    cfg = dict(spec["base"], nodes=4, straggler_extra_s=0.05, grad_mb=16)
+    sc = multinode.scenario_for(spec, cfg, str(model), "case", nominal=False)
+    assert sc["cluster"]["nodes"] == 4 and sc["cluster"]["nodes_share_cores"] is True
+    assert "network" not in sc["cluster"]  # probed links
+    assert sc["hardware"]["gpus"] == 1
+    assert sc["collective"]["gradient_bytes"] == multinode.grad_bytes(16)
+    assert sc["cluster"]["stragglers"] == [{"node": 3, "gpu_step_scale": (0.05 + 0.05) / 0.05}]
+    nominal = multinode.scenario_for(spec, cfg, str(model), "case", nominal=True)
+    assert nominal["cluster"]["network"] == {"nic_bytes_per_s": 1.25e8}  # 1gbit / 8
+    assert model.read_text() == before
+    probe = tmp_path / "probe-http.json"
+    probe.write_text(json.dumps({"fit": {"latency_s": 0.002, "bytes_per_s": 2.4e6}}))
+    http = multinode.scenario_for(spec, dict(cfg, storage="http", server_rate="20mbit"), str(model), "c", False,
+                                  str(probe))
+    assert http["storage"] == {"kind": "shared", "client_cache": False, "aggregate_bytes_per_s": 2.4e6,
+                               "latency_s": 0.002}
+
+
+def test_the_gates_cover_the_namespaces_the_host_holds():
+    spec = _spec()
+    assert multinode.testbed_holds(spec, {"nodes": 4}, 2)
+    assert not multinode.testbed_holds(spec, {"nodes": 5}, 2)
+    assert multinode.testbed_holds(spec, {"nodes": 6}, 4)

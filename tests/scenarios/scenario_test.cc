@@ -66,6 +66,7 @@ TEST(Scenario, ClusterKeysParseWithDefaults) {
   EXPECT_TRUE(s->cluster.nic_rate_stated);  // stated: simulated as written, labelled nominal
   EXPECT_TRUE(s->cluster.nic_latency_stated);
   EXPECT_FALSE(s->cluster.nodes_share_cores);
+  EXPECT_TRUE(s->storage.client_cache);  // the default: a network file system's client cache
   EXPECT_EQ(s->cluster.intra_node_bytes_per_s, 400e9);
   ASSERT_EQ(s->cluster.stragglers.size(), 1u);
   EXPECT_EQ(s->cluster.stragglers[0].node, 3);
@@ -150,7 +151,11 @@ TEST(SweepOutputs, CsvHasAxesThenMetrics) {
   std::string csv = SweepCsv(points);
   EXPECT_EQ(csv.substr(0, csv.find(',')), "loader.num_workers");
   EXPECT_NE(csv.find("\n2,12.5,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",cpu,emulated\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",cpu,emulated,\n"), std::string::npos) << csv;  // no NIC used: empty network
+  result["resolved"] = {{"network", {{"label", "assumed (nominal)"}}}};
+  std::string cluster = SweepCsv({{{{"cluster.nodes", 2}}, result}});
+  EXPECT_NE(cluster.find(",accelerator,network\n"), std::string::npos) << cluster;
+  EXPECT_NE(cluster.find(",cpu,emulated,assumed (nominal)\n"), std::string::npos) << cluster;
 }
 
 TEST(SweepOutputs, HtmlListsEveryPointsWarningsOnce) {

@@ -293,6 +293,29 @@ TEST(Cluster, SharedStorageCapsAllNodesTogether) {
   EXPECT_NEAR(r["link_bytes"][2].get<double>(), 40e6, 1);
 }
 
+TEST(Cluster, AStoreWithoutClientCacheSendsEveryReadThroughTheNic) {
+  // The same 4 nodes with a page cache that would hold everything (hit ratio 1): a network file
+  // system's client cache serves every read locally (here the samples' recorded read time, 0); an
+  // object store read over HTTP (client_cache false) has none, so every read crosses the 100 MB/s
+  // store: 0.40005 s.
+  auto costs = FreeCosts(40, 1'000'000);
+  for (bool client_cache : {true, false}) {
+    SimInput in = Cluster(&costs, 4, 1, 0.0, 10);
+    in.scenario.collective.algorithm = scenarios::CollectiveAlgorithm::kAnalytic;
+    in.model.collective.gradient_bytes = 0;
+    in.model.storage.page_cache_hit_ratio = 1;
+    in.model.storage.page_cache_bytes_per_s = 4e9;
+    in.scenario.storage.kind = scenarios::StorageKind::kShared;
+    in.scenario.storage.aggregate_bytes_per_s = 1e8;
+    in.scenario.storage.latency_s = 0;
+    in.scenario.storage.client_cache = client_cache;
+    auto r = Simulate(in);
+    SCOPED_TRACE(client_cache ? "client cache" : "no client cache");
+    EXPECT_NEAR(r["makespan_s"].get<double>(), client_cache ? 0 : 10 * (0.04 + 5e-6), kTol);
+    EXPECT_NEAR(r["link_bytes"][2].get<double>(), client_cache ? 0 : 40e6, 1);
+  }
+}
+
 TEST(Cluster, BucketedOverlapHidesCommunicationUnderBackward) {
   // 2 nodes x 1 GPU, 1 s step, S = 1 GB. Without overlap the all-reduce follows the step:
   // exposed = 2(2-1)/2 x 1e9 / 12.5e9 + 2 x 14 us = 0.080028 s.
