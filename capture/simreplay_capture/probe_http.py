@@ -38,16 +38,18 @@ def timed_get(url: str) -> Tuple[int, float]:
 def fit(points: List[Tuple[int, float]], large_from_bytes: int) -> Dict[str, float]:
     """latency + bytes / bandwidth: bandwidth from the points of at least `large_from_bytes` (their
     bytes over their time less the latency), latency = the median of t - bytes / bandwidth over the
-    rest; two rounds, so that each uses the other's estimate."""
+    rest; alternated until they settle (each uses the other's estimate; 50 rounds at most)."""
     large = [(b, t) for b, t in points if b >= large_from_bytes]
     small = [(b, t) for b, t in points if b < large_from_bytes]
     if not large or not small:
         raise ValueError(f"expected objects both below and from {large_from_bytes} bytes")
     latency = 0.0
     bandwidth = 0.0
-    for _ in range(2):
+    for _ in range(50):
         bandwidth = sum(b for b, _ in large) / sum(max(t - latency, 1e-9) for _, t in large)
-        latency = max(0.0, statistics.median(t - b / bandwidth for b, t in small))
+        previous, latency = latency, max(0.0, statistics.median(t - b / bandwidth for b, t in small))
+        if abs(latency - previous) <= 1e-12:
+            break
     residuals = [abs(latency + b / bandwidth - t) / t for b, t in points]
     return {"latency_s": latency, "bytes_per_s": bandwidth, "mape": statistics.mean(residuals),
             "small_objects": len(small), "large_objects": len(large)}

@@ -313,7 +313,7 @@ def predict(binary: str, spec: Dict[str, Any], cfg: Dict[str, Any], model_path: 
             "collective_time_s": m["collective_time_s"] / (ranks * steps),
             "data_wait_s": m["data_wait_s"]["mean"],
             "network": None if net is None else {k: {"value": v["value"], "provenance": v["provenance"]}
-                                                 for k, v in net.items()}}
+                                                 for k, v in net.items() if isinstance(v, dict)}}
 
 
 def errors(pred: Dict[str, Any], meas: Dict[str, float]) -> Dict[str, Optional[float]]:
