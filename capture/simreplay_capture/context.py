@@ -69,7 +69,9 @@ def stage(name: str):
 
 
 def note(**fields: Any) -> None:
-    """Attach facts to the current sample: read_bytes, width, height, frames, format, or anything else."""
+    """Attach facts to the current sample: read_bytes, width, height, frames, format, tokens (the
+    sample's sequence length, a non-negative int: becomes the sample record's `tokens` field), or
+    anything else (kept under the record's `notes`)."""
     ctx = _CURRENT
     if ctx is not None:
         ctx.notes.update(fields)

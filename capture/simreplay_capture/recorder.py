@@ -119,11 +119,16 @@ class Recorder:
         data_path: dataset root, for the storage manifest (else taken from the dataset's
             ``root``/``path``/``data_dir`` attribute).
         hash_samples: record a sampled content hash per sample (cheap, see docs).
+        model_revision, dataset_revision: what the user declares (a git hash, a hub revision, a tag),
+            recorded as given in the manifest's ``revisions`` (docs/manifest.md).
+        hash_dataset_files: hash the dataset's file list (one stat per file, once, when the loader is
+            wrapped, before the first batch); False skips it on a store too large to walk.
     """
 
     def __init__(self, path: str, seed: Optional[int] = None, notes: Optional[Dict[str, Any]] = None,
                  data_path: Optional[str] = None, hash_samples: bool = True,
-                 sample_interval_s: float = SAMPLE_INTERVAL_S) -> None:
+                 sample_interval_s: float = SAMPLE_INTERVAL_S, model_revision: Optional[str] = None,
+                 dataset_revision: Optional[str] = None, hash_dataset_files: bool = True) -> None:
         global _ACTIVE
         ident = mf.identity()
         self.rank = ident["rank"]
@@ -135,6 +140,7 @@ class Recorder:
         # manifest keys added by companions (distributed.DistributedCapture) before the header is written
         self.manifest_extra: Dict[str, Any] = {}
         self._data_path = data_path
+        self._revisions = (model_revision, dataset_revision, hash_dataset_files)
         self._data_stats: Any = None
         self._loader_cfg: Optional[Dict[str, Any]] = None
         self._hash = hash_samples
@@ -315,7 +321,8 @@ class Recorder:
         with self._header_lock:
             if self._header_done:
                 return
-            m = mf.base_manifest(self.t0, self._data_path)
+            model_rev, data_rev, hash_files = self._revisions
+            m = mf.base_manifest(self.t0, self._data_path, model_rev, data_rev, hash_files)
             m["t0_time_ns"] = self._t0_time_ns
             m["accelerator"] = "cuda" if self._cuda else "emulated"
             m["loader"] = self._loader_cfg

@@ -251,6 +251,9 @@ def sample_record(cfg: "ProxyConfig", index: Any, epoch: int, batch: int, t_star
     if h:
         rec["hash"] = h
     rec["pid"] = os.getpid()
+    tok = notes.get("tokens")
+    if isinstance(tok, int) and not isinstance(tok, bool) and tok >= 0:
+        rec["tokens"] = tok  # sequence length of the sample (docs/trace-format.md); else kept under notes
     for k, v in notes.items():
         if k not in rec and k not in ("read_bytes", "format", "width", "height", "frames"):
             if isinstance(v, (int, float, str, bool)) or v is None:
