@@ -50,6 +50,24 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--timeout-s", type=float, default=600.0, help="limit per phase")
     ap.add_argument("--inject", action="append", default=[], choices=FAULTS,
                     help="break the resume on purpose (to see the checks catch it)")
+    ap.add_argument("--plan-micro-batch", type=int, help="the long run's per-rank micro-batch (samples): a smaller "
+                                                         "pilot fails the pilot_matches_plan check")
+    ap.add_argument("--plan-sequence-length", type=int, help="the long run's sequence length (tokens): a shorter "
+                                                             "pilot fails the pilot_matches_plan check")
+    ap.add_argument("--precision", default="bf16", choices=["bf16", "fp16", "none"],
+                    help="low precision compared with fp32 from the same state (fp16 needs CUDA)")
+    ap.add_argument("--precision-steps", type=int, default=3, help="steps of each precision")
+    ap.add_argument("--precision-loss-rtol", type=float, default=0.05,
+                    help="largest relative loss difference, any step (default 0.05)")
+    ap.add_argument("--precision-param-rtol", type=float, default=0.01,
+                    help="largest parameter drift ||p_low - p_fp32|| / ||p_fp32|| after the steps (default 0.01)")
+    ap.add_argument("--seq-lens", help="L1,L2: two sequence lengths to time (needs the entry's "
+                                       "batch_at_sequence_length; default L/2,L of its description.sequence_length)")
+    ap.add_argument("--measure-steps", type=int, default=2, help="measured steps per checkpointing/sequence variant")
+    ap.add_argument("--model-revision", help="the model's revision, recorded in the manifest")
+    ap.add_argument("--dataset-revision", help="the dataset's revision, recorded in the manifest")
+    ap.add_argument("--dataset-path", help="dataset directory whose file list is hashed into the manifest "
+                                           "(default: the entry's data option)")
     return ap
 
 
@@ -60,7 +78,17 @@ def _check_args(a: argparse.Namespace) -> Optional[str]:
         return f"--warmup-steps: expected an integer >= 0, found {a.warmup_steps}"
     if a.nproc_per_node < 1:
         return f"--nproc-per-node: expected an integer >= 1, found {a.nproc_per_node}"
-    for name in ("rtol", "atol", "timeout_s"):
+    if a.precision_steps < 1 or a.measure_steps < 1:
+        return f"--precision-steps/--measure-steps: expected integers >= 1, found {a.precision_steps}/{a.measure_steps}"
+    for name in ("plan_micro_batch", "plan_sequence_length"):
+        v = getattr(a, name)
+        if v is not None and v < 1:
+            return f"--{name.replace('_', '-')}: expected an integer >= 1, found {v}"
+    if a.seq_lens is not None:
+        parts = a.seq_lens.split(",")
+        if len(parts) != 2 or not all(x.strip().isdigit() for x in parts) or not 0 < int(parts[0]) < int(parts[1]):
+            return f"--seq-lens: expected L1,L2 with 0 < L1 < L2, found {a.seq_lens!r}"
+    for name in ("rtol", "atol", "timeout_s", "precision_loss_rtol", "precision_param_rtol"):
         v = getattr(a, name)
         if not (v >= 0) or v == float("inf"):
             return f"--{name.replace('_', '-')}: expected a finite number >= 0, found {v}"
@@ -79,13 +107,19 @@ def _manifest(args: argparse.Namespace, opts: Dict[str, str], ckpt_dir: str) -> 
              "preflight's own (stage to host memory, write from a thread)",
              "torch.distributed.checkpoint (public from torch 2.0; 1.13's private "
              "torch.distributed._shard.checkpoint does not import on Python 3.11): one torch.save file per rank"]
-    return {"source": "preflight", "commit": g["commit"], "dirty": g["dirty"], "versions": mf.versions(),
+    env = mf.environment(args.model_revision, args.dataset_revision, args.dataset_path or opts.get("data"))
+    return {**env, "source": "preflight", "commit": g["commit"], "dirty": g["dirty"], "versions": mf.versions(),
             "hardware": mf.hardware(), "storage": mf.storage(ckpt_dir), "command": list(sys.argv),
             "cwd": os.getcwd(), "start_time": datetime.datetime.now(datetime.timezone.utc).isoformat(),
             "config": {"step": args.step, "opts": opts, "warmup_steps": args.warmup_steps, "steps": args.steps,
                        "seed": args.seed, "nproc_per_node": args.nproc_per_node, "device": args.device,
                        "checkpoint_dir": ckpt_dir, "compare": args.compare, "rtol": args.rtol,
-                       "atol": args.atol, "fast_forward": "replay", "inject": list(args.inject)},
+                       "atol": args.atol, "fast_forward": "replay", "inject": list(args.inject),
+                       "plan_micro_batch": args.plan_micro_batch, "plan_sequence_length": args.plan_sequence_length,
+                       "precision": args.precision, "precision_steps": args.precision_steps,
+                       "precision_loss_rtol": args.precision_loss_rtol,
+                       "precision_param_rtol": args.precision_param_rtol, "seq_lens": args.seq_lens,
+                       "measure_steps": args.measure_steps},
             "torch_lacks": lacks}
 
 
@@ -119,7 +153,11 @@ def run(args: argparse.Namespace) -> int:
     world = args.nproc_per_node
     spec = {"step": args.step, "opts": opts, "seed": args.seed, "warmup_steps": args.warmup_steps,
             "steps": args.steps, "ckpt_dir": ckpt_dir, "work_dir": work, "entry_dir": entry_dir,
-            "inject": list(args.inject), "compare": args.compare, "device": args.device}
+            "inject": list(args.inject), "compare": args.compare, "device": args.device,
+            "measure": {"precision": args.precision, "precision_steps": args.precision_steps,
+                        "precision_loss_rtol": args.precision_loss_rtol,
+                        "precision_param_rtol": args.precision_param_rtol, "measure_steps": args.measure_steps,
+                        "seq_lens": [int(x) for x in args.seq_lens.split(",")] if args.seq_lens else []}}
     doc: Dict[str, Any] = {"schema": SCHEMA, "manifest": _manifest(args, opts, ckpt_dir)}
     pr = PreflightRun(args, spec, work, world, ckpt_dir, doc)
     checks = pr.checks
@@ -179,6 +217,25 @@ def _measured(doc: Dict[str, Any]) -> None:
                                    if ckd else None),
          "checkpoint_read_bytes_per_s": rs["read_bytes_per_s"] if rs else None,
          "restore_s": rs["restore_s"] if rs else None, "restart_s": rs["restart_s"] if rs else None}
+    ev, p = doc.get("eval") or {}, doc.get("precision") or {}
+    a, q = doc.get("activation_checkpointing") or {}, doc.get("sequence_length") or {}
+    pl = doc.get("pilot") or {}
+    m.update({
+        "micro_batch_samples": (doc.get("job") or {}).get("micro_batch_samples"),
+        "sequence_length": pl.get("sequence_length"),
+        "pilot_smaller_than_plan": pl.get("smaller_than_plan"),
+        "eval_s": ev.get("eval_s") if ev.get("available") else None,
+        "precision_low": p.get("low") if p.get("measured") else None,
+        "step_time_s_fp32": p.get("step_time_s_fp32") if p.get("measured") else None,
+        "step_time_s_low_precision": p.get("step_time_s_low") if p.get("measured") else None,
+        "precision_pass": p.get("pass") if p.get("measured") else None,
+        "activation_checkpointing_bytes_saved": a.get("activation_bytes_saved") if a.get("measured") else None,
+        "activation_checkpointing_recompute_s": a.get("recompute_s") if a.get("measured") else None,
+        "attention_share_time": (q["attention_share_time"]["at_l2"] if q.get("measured") else None),
+        "attention_share_activation_memory": (q["attention_share_activation_memory"]["at_l2"]
+                                              if q.get("measured") else None),
+        "attention_share_at_sequence_length": (q["points"][1]["sequence_length"] if q.get("measured") else None),
+    })
     doc["measured"] = m
 
 

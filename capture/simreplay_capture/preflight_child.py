@@ -12,7 +12,7 @@ import os
 import random
 import sys
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from . import preflight_ckpt as ck
 from .preflight_protocol import PreflightContext, PreflightJob, build_job
@@ -110,12 +110,47 @@ class Child:
             "loader": self.cursor.state(),
             "rng": rng_state(self.job.loader),
             "step": self.step_count,
+            "config": self.training_config(),
         }
         return st
 
+    def training_config(self) -> Dict[str, Any]:
+        """What the checkpoint records about how it was trained (JSON-able; compared at restore)."""
+        opt = self.job.optimizer
+        groups = [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+        ld = self.job.loader
+        cfg = {"entry": self.spec["step"], "opts": self.spec["opts"], "seed": self.spec["seed"],
+               "world_size": self.world, "device": self.device.type, "compare": self.spec["compare"],
+               "description": self.job.description, "training": self.job.config,
+               "optimizer": {"type": type(opt).__name__, "param_groups": groups},
+               "loader": {"batch_size": ld.batch_size, "num_workers": ld.num_workers,
+                          "drop_last": ld.drop_last, "sampler": type(ld.sampler).__name__},
+               "extra_state": {k: type(v).__name__ for k, v in self.job.extra_state.items()}}
+        return json.loads(json.dumps(cfg, sort_keys=True, default=str))
+
+    def run_eval(self, tag: str) -> Dict[str, Any]:
+        """Run the entry's evaluate() on the current state, timed, without disturbing training: the RNG
+        states and the model's train/eval mode are put back after it. Saves its output for comparison."""
+        if self.job.evaluate is None:
+            return {"available": False}
+        import torch
+        from .preflight_state import rng_state, set_rng_state
+        rng = rng_state(self.job.loader)
+        was_training = self.job.model.training
+        self.sync()
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            out = self.job.evaluate()
+        self.sync()
+        eval_s = time.perf_counter() - t0
+        self.job.model.train(was_training)
+        set_rng_state(self.job.loader, rng)
+        torch.save(_to_cpu_tree(out), os.path.join(self.spec["work_dir"], f"eval-{tag}-rank{self.rank}.pt"))
+        return {"available": True, "eval_s": eval_s}
+
     def contents(self) -> List[str]:
         c = ["model", "optimizer"] + (["scaler"] if self.job.scaler is not None else [])
-        return c + [f"extra:{k}" for k in sorted(self.job.extra_state)] + ["loader", "rng", "step"]
+        return c + [f"extra:{k}" for k in sorted(self.job.extra_state)] + ["loader", "rng", "step", "config"]
 
     def _gather(self, obj: Any) -> List[Any]:
         if self.world == 1:
@@ -176,6 +211,7 @@ class Child:
         state = self.state()
         saved_step = self.step_count
         sync = self.save(ck.step_dir(root, self.step_count), state)
+        ev = self.run_eval("train")  # on the saved state, before the kill
         # asynchronous save of the same state: copy to host memory, write in the background while
         # one more step runs (the state was taken before that step, so it is the same checkpoint)
         ad = ck.step_dir(root, self.step_count, "-async")
@@ -193,7 +229,7 @@ class Child:
             "role": "train", "rank": self.rank, "pid": os.getpid(), "world_size": self.world,
             "accelerator": "cuda" if self.cuda else "cpu",
             "device_name": torch.cuda.get_device_name(self.device) if self.cuda else None,
-            "steps": recs, "memory": mem, "job": self.describe(recs),
+            "steps": recs, "memory": mem, "job": self.describe(recs), "eval": ev,
             "checkpoint": {"step": saved_step, "contents": self.contents(), "sync": sync,
                            "async": {"bytes": n, "sha256": sha, "blocking_s": a.blocking_s,
                                      "total_s": a.total_s, "overlapped_step_s": overlapped["step_time_s"]}},
@@ -234,7 +270,37 @@ class Child:
         res = {"role": "reference", "rank": self.rank, "pid": os.getpid(), "step": r,
                "losses": [x["loss"] for x in recs]}
         _write_json(self.result_path(), res)
+        # the comparison step is saved: measure precision, checkpointing and sequence length now
+        _write_json(os.path.join(self.spec["work_dir"], f"measure-rank{self.rank}.json"), self.measure())
         return res
+
+    def measure(self) -> Dict[str, Any]:
+        from . import preflight_measure as pm
+        m = self.spec.get("measure") or {}
+        out: Dict[str, Any] = {}
+        try:
+            runner = pm.StepRunner(self.job, self.device)
+            snap = pm.Snapshot(self.job)
+            batches = [self.cursor.next() for _ in range(max(1, int(m.get("precision_steps", 3))))]
+            if m.get("precision", "bf16") != "none":
+                out["precision"] = pm.precision(self.job, runner, snap, batches, m.get("precision", "bf16"),
+                                                float(m.get("precision_loss_rtol", 0.05)),
+                                                float(m.get("precision_param_rtol", 0.01)))
+            else:
+                out["precision"] = {"measured": False, "note": "--precision none"}
+            k = max(1, int(m.get("measure_steps", 2)))
+            out["activation_checkpointing"] = pm.activation_checkpointing(self.job, runner, snap, [batches[0]] * (k + 1))
+            lens = list(m.get("seq_lens") or [])
+            if not lens and self.job.batch_at_sequence_length is not None:
+                L = self.job.description.get("sequence_length")
+                if isinstance(L, int) and L >= 2:
+                    lens = [L // 2, L]
+            out["sequence_length"] = pm.sequence_lengths(self.job, runner, snap, lens, k)
+        except Exception as e:  # a measurement that fails is reported, never fails the cycle's figures
+            import traceback
+            out["error"] = f"{type(e).__name__}: {e}".splitlines()[0]
+            out["traceback"] = traceback.format_exc()
+        return out
 
     def role_restore(self) -> Dict[str, Any]:
         import torch
@@ -271,8 +337,13 @@ class Child:
         if "skip-rng-restore" not in inject:
             set_rng_state(self.job.loader, st["rng"])
         t_ff = time.perf_counter()
+        saved_cfg = st.get("config")
+        cfg_now = self.training_config()
+        ev = self.run_eval("restore")  # on the restored state; RNG and mode put back, so the step is unchanged
+        t_ev = time.perf_counter()
+        self.t_eval_s = t_ev - t_ff
         r = self.one_step(keep_batch_digest=True)
-        t_first = r["t_end"]
+        t_first = r["t_end"] - self.t_eval_s  # the restart figures exclude the evaluation
         torch.save(params_state(self.job.model), self.params_path())
         res = {"role": "restore", "rank": self.rank, "pid": os.getpid(), "step": r, "dir": d,
                "checkpoint_step": int(st["step"]),
@@ -281,6 +352,8 @@ class Child:
                "fast_forward": "none" if "skip-fast-forward" in inject else "replay",
                "fast_forward_batches": replayed, "fast_forward_s": t_ff - t_loaded,
                "first_step_s": t_first - t_ff, "time_to_first_step_s": t_first - t_restore0,
+               "eval": ev, "config_saved": saved_cfg, "config_matches": saved_cfg == cfg_now,
+               "config_diff": _first_diff(saved_cfg, cfg_now),
                "restart_s": t_first - float(self.spec["t_launch"]),
                "build_s": self.t_built - self.t_start}
         _write_json(self.result_path(), res)
@@ -291,6 +364,30 @@ class Child:
 
     def params_path(self) -> str:
         return os.path.join(self.spec["work_dir"], f"params-{self.role}-rank{self.rank}.pt")
+
+
+def _to_cpu_tree(x: Any) -> Any:
+    import torch
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().clone()
+    if isinstance(x, dict):
+        return {k: _to_cpu_tree(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_to_cpu_tree(v) for v in x]
+    return x
+
+
+def _first_diff(a: Any, b: Any, path: str = "") -> Optional[str]:
+    """The first key path where two JSON values differ (None when equal)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{path}.{k}" if path else k
+            d = _first_diff(a[k], b[k], f"{path}.{k}" if path else k)
+            if d:
+                return d
+        return None
+    return None if a == b else (path or "(root)")
 
 
 def _write_json(path: str, doc: Dict[str, Any]) -> None:

@@ -48,6 +48,20 @@ class PreflightJob:
     scaler: Optional[Any] = None  # torch.cuda.amp.GradScaler when mixed precision is used
     extra_state: Dict[str, Any] = dataclasses.field(default_factory=dict)  # name -> obj with state_dict()
     description: Dict[str, Any] = dataclasses.field(default_factory=dict)  # model, resolution, ...
+    # Optional hooks (docs/capture.md#preflight); each measurement is reported as not measured without it.
+    # evaluate() runs the user's evaluation on the current state and returns its output (a tensor, a
+    # number, or a dict/list of them); timed, and compared before the kill and after the restore.
+    evaluate: Optional[Callable[[], Any]] = None
+    # set_precision("fp32" | "bf16" | "fp16") switches the step's precision (autocast, scaler); without
+    # it the preflight wraps the step in torch.autocast itself.
+    set_precision: Optional[Callable[[str], None]] = None
+    # set_activation_checkpointing(on) makes the model's forward use torch.utils.checkpoint, or not.
+    set_activation_checkpointing: Optional[Callable[[bool], None]] = None
+    # batch_at_sequence_length(L) returns a micro-batch (of the long run's micro-batch size) whose
+    # samples are L tokens long, for job.step.
+    batch_at_sequence_length: Optional[Callable[[int], Any]] = None
+    # the training configuration saved in every checkpoint (hyper-parameters, schedule, ...: JSON-able)
+    config: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def split_entry(spec: str) -> Tuple[str, str]:
@@ -98,6 +112,10 @@ def build_job(spec: str, ctx: PreflightContext) -> PreflightJob:
         if not isinstance(v, kind):
             raise ProtocolError(f"--step {spec}: expected job.{name} to be a {kind.__module__}."
                                 f"{kind.__name__}, found {type(v).__name__}")
+    for name in ("evaluate", "set_precision", "set_activation_checkpointing", "batch_at_sequence_length"):
+        v = getattr(job, name)
+        if v is not None and not callable(v):
+            raise ProtocolError(f"--step {spec}: expected job.{name} to be callable or None, found {type(v).__name__}")
     if not callable(job.step):
         raise ProtocolError(f"--step {spec}: expected job.step to be callable, found {type(job.step).__name__}")
     if isinstance(job.loader.dataset, torch.utils.data.IterableDataset):

@@ -7,7 +7,8 @@ from typing import Any, Dict, List, Optional
 
 SCHEMA = "simreplay.preflight/1"
 CHECKS = ("steps_ran", "checkpoint_saved", "async_identical", "killed", "no_orphans",
-          "checkpoint_readable", "loader_position", "resume_loss", "resume_parameters")
+          "checkpoint_readable", "loader_position", "resume_loss", "resume_parameters", "checkpoint_config",
+          "eval_restored", "precision", "pilot_matches_plan")
 
 
 def stats(xs: List[float]) -> Optional[Dict[str, float]]:
@@ -73,6 +74,10 @@ def steps_block(train: List[Dict[str, Any]], world: int, micro_batch: int) -> Di
     return out
 
 
+def _g(x: Any) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
 def fmt_bytes(n: Optional[float]) -> str:
     if n is None:
         return "n/a"
@@ -89,6 +94,9 @@ def fmt_s(x: Optional[float]) -> str:
 def summary_text(doc: Dict[str, Any]) -> str:
     L: List[str] = []
     L.append(f"preflight {doc['status'].upper()} ({doc['accelerator']}: {doc['accelerator_note']})")
+    pl = doc.get("pilot") or {}
+    if pl.get("smaller_than_plan"):
+        L.append("!!! PILOT SMALLER THAN THE PLAN: " + "; ".join(pl["why"]) + " !!!")
     j, st, mem = doc.get("job") or {}, doc.get("steps") or {}, doc.get("memory") or {}
     if j:
         L.append(f"job: {j.get('description', {}).get('model', j.get('entry'))}; {j.get('world_size')} rank(s), "
@@ -131,6 +139,32 @@ def summary_text(doc: Dict[str, Any]) -> str:
     if rs.get("loss_resumed") is not None:
         L.append(f"resume ({rs['compare']}): loss {rs['loss_resumed']!r} vs reference {rs['loss_reference']!r}; "
                  f"parameters max |diff| {rs['param_max_abs_diff']!r}; bitwise equal: {rs['bitwise_equal']}")
+    ev = doc.get("eval") or {}
+    if ev.get("available"):
+        L.append(f"eval: {fmt_s(ev['eval_s'])} before the kill, {fmt_s(ev['eval_s_after_restore'])} after the restore; "
+                 f"output max |diff| {ev['max_abs_diff']!r} (within rtol/atol: {ev['within_tolerance']})")
+    p = doc.get("precision") or {}
+    if p.get("measured"):
+        L.append(f"precision: fp32 {fmt_s(p['step_time_s_fp32'])} vs {p['low']} {fmt_s(p['step_time_s_low'])} per step; "
+                 f"loss rel diff {_g(p['loss_max_rel_diff'])}, parameter drift {_g(p['param_drift_rel_to_norm'])}")
+    else:
+        L.append(f"precision: {p.get('note', 'not measured')}")
+    a = doc.get("activation_checkpointing") or {}
+    if a.get("measured"):
+        L.append(f"activation checkpointing: saves {fmt_bytes(a['activation_bytes_saved'])} of activations "
+                 f"({fmt_bytes(a['activation_bytes_off'])} -> {fmt_bytes(a['activation_bytes_on'])}), recompute "
+                 f"{fmt_s(a['recompute_s'])} per step")
+    else:
+        L.append(f"activation checkpointing: {a.get('note', 'not measured')}")
+    q = doc.get("sequence_length") or {}
+    if q.get("measured"):
+        p1, p2 = q["points"]
+        t = q["attention_share_time"]
+        L.append(f"sequence length: {p1['sequence_length']} -> {fmt_s(p1['step_time_s'])}, {p2['sequence_length']} -> "
+                 f"{fmt_s(p2['step_time_s'])}; attention share of step time {_g(t['at_l2'])} at {p2['sequence_length']} "
+                 f"({t['note']})")
+    else:
+        L.append(f"sequence length: {q.get('note', 'not measured')}")
     for c in doc["checks"]:
         L.append(f"[{'PASS' if c['pass'] else 'FAIL'}] {c['name']}: {c['reason']}")
     return "\n".join(L) + "\n"

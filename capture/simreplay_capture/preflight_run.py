@@ -87,8 +87,11 @@ class PreflightRun:
         bad = self.train_and_kill()
         if bad is not None or not self.train:
             return bad
-        if self.reference() and self.restore():
+        ref_ok = self.reference()
+        if ref_ok and self.restore():
             self.compare()
+            self.compare_eval()
+        self.measurements(ref_ok)
         return None
 
     def train_and_kill(self) -> Optional[str]:
@@ -118,6 +121,7 @@ class PreflightRun:
                            "parameters": job["parameters"], "parameter_bytes": job["parameter_bytes"],
                            "loader": job["loader"]}
         self.doc["steps"] = steps_block(train, world, micro)
+        self.pilot_vs_plan(job["description"], micro)
         losses = [s["loss"] for t in train for s in t["steps"]]
         bad_loss = [x for x in losses if x is None or x != x or x in (float("inf"), float("-inf"))]
         st = self.doc["steps"]
@@ -228,6 +232,15 @@ class PreflightRun:
         }
         self.checks.set("checkpoint_readable", True, f"{world} file(s) of step {r0['checkpoint_step']} verified "
                         f"(size, sha256) and loaded by a fresh process")
+        cfg_ok = all(r["config_matches"] for r in rests)
+        self.doc["restore"]["config_saved"] = r0["config_saved"]
+        self.doc["restore"]["config_matches"] = cfg_ok
+        bad_cfg = next((r for r in rests if not r["config_matches"]), None)
+        self.checks.set("checkpoint_config", cfg_ok,
+                        "the checkpoint's training configuration equals the restored job's" if cfg_ok else
+                        ("the checkpoint holds no training configuration" if bad_cfg["config_saved"] is None else
+                         f"the checkpoint's training configuration differs from the restored job's at "
+                         f"{bad_cfg['config_diff']}"))
         self.rests = rests
         return True
 
@@ -273,3 +286,105 @@ class PreflightRun:
                                  if self.args.compare == "bitwise" else
                                  "deterministic algorithms not enforced; compared within rtol/atol"),
         }
+
+    def pilot_vs_plan(self, desc: Dict[str, Any], micro: int) -> None:
+        """The pilot must run at the long run's micro-batch and sequence length (or larger)."""
+        a = self.args
+        plan_mb, plan_L = a.plan_micro_batch, a.plan_sequence_length
+        L = desc.get("sequence_length")
+        L = L if isinstance(L, int) and not isinstance(L, bool) else None
+        short: List[str] = []
+        if plan_mb is not None and micro < plan_mb:
+            short.append(f"micro-batch {micro} < the plan's {plan_mb}")
+        if plan_L is not None and (L is None or L < plan_L):
+            short.append(f"sequence length {L} < the plan's {plan_L}" if L is not None else
+                         f"the pilot declares no sequence length (description.sequence_length), the plan's is {plan_L}")
+        self.doc["pilot"] = {"micro_batch_samples": micro, "sequence_length": L, "plan_micro_batch_samples": plan_mb,
+                             "plan_sequence_length": plan_L, "smaller_than_plan": bool(short), "why": short}
+        if plan_mb is None and plan_L is None:
+            self.checks.set("pilot_matches_plan", True, "not checked: no --plan-micro-batch or --plan-sequence-length "
+                                                        "declared")
+        else:
+            self.checks.set("pilot_matches_plan", not short,
+                            ("PILOT SMALLER THAN THE PLAN: " + "; ".join(short) + ": its step time and memory "
+                             "understate the long run's") if short else
+                            f"pilot micro-batch {micro}, sequence length {L}: not smaller than the plan's "
+                            f"({plan_mb}, {plan_L})")
+
+    def compare_eval(self) -> None:
+        """The evaluation output before the kill against the one after the restore, within rtol/atol."""
+        t0, r0 = self.train[0].get("eval") or {}, self.rests[0].get("eval") or {}
+        if not t0.get("available"):
+            self.doc["eval"] = {"available": False, "note": "the step entry has no evaluate callable"}
+            self.checks.set("eval_restored", True, "not run: the step entry has no evaluate callable")
+            return
+        import torch
+        a, b = self.args, None
+        maxdiff, within, bitwise, n = 0.0, True, True, 0
+        for r in range(self.world):
+            x = _leaves(torch.load(os.path.join(self.work, f"eval-train-rank{r}.pt")))
+            y = _leaves(torch.load(os.path.join(self.work, f"eval-restore-rank{r}.pt")))
+            if len(x) != len(y):
+                within = bitwise = False
+                b = f"rank {r}: {len(x)} output value(s) before the kill, {len(y)} after the restore"
+                break
+            for u, v in zip(x, y):
+                u, v = torch.as_tensor(u).double(), torch.as_tensor(v).double()
+                n += u.numel()
+                if u.shape != v.shape:
+                    within = bitwise = False
+                    b = f"rank {r}: shape {tuple(u.shape)} vs {tuple(v.shape)}"
+                    break
+                if u.numel():
+                    maxdiff = max(maxdiff, float((u - v).abs().max()))
+                    bitwise &= bool(torch.equal(u, v))
+                    within &= bool(torch.allclose(v, u, rtol=a.rtol, atol=a.atol))
+        ev = [t.get("eval", {}).get("eval_s") for t in self.train]
+        rv = [t.get("eval", {}).get("eval_s") for t in self.rests]
+        self.doc["eval"] = {"available": True, "eval_s": max(x for x in ev if x is not None),
+                            "eval_s_after_restore": max(x for x in rv if x is not None),
+                            "values": n, "max_abs_diff": maxdiff, "bitwise_equal": bitwise, "rtol": a.rtol,
+                            "atol": a.atol, "within_tolerance": within,
+                            "note": "evaluate() ran on the saved state before the kill and on the restored state "
+                                    "after it (torch.no_grad, RNG and train/eval mode put back); eval_s is the "
+                                    "slowest rank's wall time (CUDA synchronized)"}
+        self.checks.set("eval_restored", within,
+                        b or f"evaluation output after the restore vs before the kill: max |diff| {maxdiff!r} over "
+                             f"{n} value(s) (rtol {a.rtol}, atol {a.atol})" + (", bit-identical" if bitwise else ""))
+
+    def measurements(self, ref_ok: bool) -> None:
+        m = load_json(os.path.join(self.work, "measure-rank0.json")) if ref_ok else None
+        if m is None:
+            why = "not run: the reference run failed" if not ref_ok else "not run: the measurements wrote nothing"
+            for k in ("precision", "activation_checkpointing", "sequence_length"):
+                self.doc[k] = {"measured": False, "note": why}
+            self.checks.set("precision", False, why)
+            return
+        if m.get("error"):
+            for k in ("precision", "activation_checkpointing", "sequence_length"):
+                self.doc[k] = m.get(k) or {"measured": False, "note": f"failed: {m['error']}"}
+            self.doc["measure_error"] = m["error"]
+        else:
+            for k in ("precision", "activation_checkpointing", "sequence_length"):
+                self.doc[k] = m[k]
+        p = self.doc["precision"]
+        if not p.get("measured"):
+            self.checks.set("precision", True, f"not measured: {p.get('note')}")
+        else:
+            self.checks.set("precision", p["pass"],
+                            f"{p['steps']} steps fp32 vs {p['low']} from the same state: loss max rel diff "
+                            f"{_g(p['loss_max_rel_diff'])} (tolerance {p['loss_rtol']}), parameter drift "
+                            f"{_g(p['param_drift_rel_to_norm'])} of the parameters' norm (tolerance {p['param_rtol']})")
+
+
+def _g(x: Any) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def _leaves(x: Any) -> List[Any]:
+    """Tensors and numbers of an evaluation output, in a fixed order (dicts by sorted key)."""
+    if isinstance(x, dict):
+        return [v for k in sorted(x, key=str) for v in _leaves(x[k])]
+    if isinstance(x, (list, tuple)):
+        return [v for e in x for v in _leaves(e)]
+    return [x]

@@ -54,7 +54,8 @@ def test_kill_restore_cycle_passes(dataset_dir, tmp_path):
     assert all(c["pass"] for c in doc["checks"]), doc["checks"]
     assert [c["name"] for c in doc["checks"]] == [
         "steps_ran", "checkpoint_saved", "async_identical", "killed", "no_orphans", "checkpoint_readable",
-        "loader_position", "resume_loss", "resume_parameters"]
+        "loader_position", "resume_loss", "resume_parameters", "checkpoint_config", "eval_restored", "precision",
+        "pilot_matches_plan"]
     # no GPU here: labelled as CPU, host memory figures
     assert doc["accelerator"] in ("cpu", "cuda")
     if doc["accelerator"] == "cpu":
@@ -69,7 +70,7 @@ def test_kill_restore_cycle_passes(dataset_dir, tmp_path):
     assert doc["checkpoint"]["step"] == 3
     assert doc["restore"]["fast_forward"] == "replay" and doc["restore"]["fast_forward_batches"] == 3
     ck = doc["checkpoint"]
-    assert set(ck["contents"]) == {"model", "optimizer", "extra:lr_scheduler", "loader", "rng", "step"}
+    assert set(ck["contents"]) == {"model", "optimizer", "extra:lr_scheduler", "loader", "rng", "step", "config"}
     assert ck["sync"]["bytes"] == os.path.getsize(os.path.join(ck["dir"], "step-3", "rank0.pt"))
     assert ck["async"]["identical_to_sync"] and ck["async"]["blocking_s"] <= ck["async"]["total_s"]
     assert doc["kill"]["exit_signals"] == [9] and doc["kill"]["orphans_left"] == 0
@@ -85,6 +86,13 @@ def test_kill_restore_cycle_passes(dataset_dir, tmp_path):
     assert m["global_batch_samples"] == 4 and m["world_size"] == 1
     assert doc["manifest"]["config"]["steps"] == 2 and "torch_lacks" in doc["manifest"]
     assert open(out / "summary.txt").read().startswith("preflight PASS")
+    # the bundled entry's hooks: evaluation identical after the restore, bf16 within tolerance of fp32,
+    # checkpointing measured; no sequence length (images), said so
+    assert doc["eval"]["bitwise_equal"] and doc["measured"]["eval_s"] > 0
+    assert doc["precision"]["pass"] and doc["precision"]["loss_max_rel_diff"] > 0
+    assert doc["activation_checkpointing"]["activation_bytes_saved"] > 0
+    assert doc["sequence_length"]["measured"] is False and "batch_at_sequence_length" in doc["sequence_length"]["note"]
+    assert doc["measured"]["attention_share_time"] is None
     # the kept checkpoint is readable on its own
     v = subprocess.run([sys.executable, "-m", "simreplay_capture.preflight", "verify-checkpoint",
                         ck["dir"]], env=subprocess_env(), capture_output=True, text=True, timeout=120)

@@ -3,7 +3,14 @@
 `python3 -m simreplay_capture.preflight` uses it when `--step` is not given. Options (`--opt K=V`):
 data (a `bench make-dataset` directory; built from opencv-doc media under DIR/entry when absent),
 format (files|tar|lmdb|hdf5, default files), workers (2), batch_size (8), prefetch_factor (2),
-image_size (64), frames (4), hidden (1024), lr (0.001), amp (1: fp16 autocast + GradScaler on CUDA).
+image_size (64), frames (4), hidden (1024), lr (0.001), amp (1: fp16 autocast + GradScaler on CUDA),
+eval_batches (2: the evaluation's fixed, unshuffled batches).
+
+It offers every optional hook of the protocol except batch_at_sequence_length (images have no
+sequence; the text entry, preflight_text_step, has one): evaluate (mean loss, accuracy and the first
+batch's logits over `eval_batches` fixed batches, dropout off), set_precision (fp32, bf16, and fp16
+with the GradScaler on CUDA), set_activation_checkpointing (torch.utils.checkpoint, non-reentrant,
+around the convolutions) and the training configuration saved in every checkpoint.
 
 The model is a small CNN (two strided convolutions, global average pool, a two-layer MLP head with
 dropout) over the images and every clip frame of the multimodal batch; labels are `index mod 10`, so
@@ -44,10 +51,16 @@ class SmallNet(torch.nn.Module):
         self.head = torch.nn.Sequential(
             torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Dropout(0.2),
             torch.nn.Linear(hidden, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, classes))
+        self.checkpointing = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # mean over H, W instead of AdaptiveAvgPool2d: its CUDA backward has no deterministic kernel
-        return self.head(self.features(x).mean(dim=(2, 3)))
+        if self.checkpointing and torch.is_grad_enabled():
+            import torch.utils.checkpoint as cp
+            f = cp.checkpoint(self.features, x, use_reentrant=False)
+        else:
+            f = self.features(x)
+        return self.head(f.mean(dim=(2, 3)))
 
 
 def _inputs(batch: Dict[str, Any], device: Any) -> Any:
@@ -97,13 +110,28 @@ def build(ctx: PreflightContext) -> PreflightJob:
     amp = cuda and o.get("amp", "1") == "1"
     scaler = torch.cuda.amp.GradScaler() if amp else None
     params = [p for p in model.parameters()]
+    mode = {"precision": "fp16" if amp else "fp32"}
+    dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+    def set_precision(name: str) -> None:
+        if name not in dtypes or (name == "fp16" and not cuda):
+            raise ValueError(f"precision {name!r}: expected fp32, bf16" + (", fp16" if cuda else ""))
+        mode["precision"] = name
+
+    def set_checkpointing(on: bool) -> None:
+        model.checkpointing = bool(on)
 
     def step(batch: Dict[str, Any]) -> Dict[str, Any]:
         x, y = _inputs(batch, ctx.device)
         model.train()
-        with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+        prec = mode["precision"]
+        import contextlib
+        ac = (torch.autocast(ctx.device.type, dtype=dtypes[prec]) if prec != "fp32"
+              else contextlib.nullcontext())  # CPU autocast rejects fp32 even when disabled
+        with ac:
             loss = torch.nn.functional.cross_entropy(model(x), y)
-        if scaler is not None:
+        use_scaler = scaler is not None and prec == "fp16"
+        if use_scaler:
             scaler.scale(loss).backward()
         else:
             loss.backward()
@@ -124,7 +152,7 @@ def build(ctx: PreflightContext) -> PreflightJob:
             if cuda:
                 torch.cuda.synchronize(ctx.device)
             comm_s = time.perf_counter() - t0
-        if scaler is not None:
+        if use_scaler:
             scaler.step(opt)
             scaler.update()
         else:
@@ -138,5 +166,29 @@ def build(ctx: PreflightContext) -> PreflightJob:
             "frames": int(o.get("frames", 4)), "format": o.get("format", "files"),
             "data": os.path.abspath(o["data"]), "amp": amp,
             "communication": ("synchronous gradient all-reduce after backward" if ctx.distributed else None)}
+    # evaluation: the first eval_batches batches of the dataset in order, no workers, dropout off
+    n_eval = int(o.get("eval_batches", 2))
+    eval_loader = torch.utils.data.DataLoader(ds, batch_size=bs, shuffle=False, drop_last=True, num_workers=0,
+                                              collate_fn=multimodal_collate)
+
+    def evaluate() -> Dict[str, Any]:
+        model.eval()
+        losses, correct, total, first = [], 0, 0, None
+        for i, batch in enumerate(eval_loader):
+            if i >= n_eval:
+                break
+            x, y = _inputs(batch, ctx.device)
+            logits = model(x).float()
+            losses.append(torch.nn.functional.cross_entropy(logits, y, reduction="sum"))
+            correct += int((logits.argmax(1) == y).sum())
+            total += int(y.numel())
+            first = logits if first is None else first
+        return {"loss": torch.stack(losses).sum() / max(total, 1), "accuracy": torch.tensor(correct / max(total, 1)),
+                "logits_first_batch": first}
+
+    config = {"lr": float(o.get("lr", 1e-3)), "batch_size": bs, "image_size": int(o.get("image_size", 64)),
+              "frames": int(o.get("frames", 4)), "hidden": int(o.get("hidden", 1024)), "amp": amp,
+              "scheduler": {"type": "StepLR", "step_size": 2, "gamma": 0.9}, "eval_batches": n_eval}
     return PreflightJob(model=model, optimizer=opt, loader=loader, step=step, scaler=scaler,
-                        extra_state={"lr_scheduler": sched}, description=desc)
+                        extra_state={"lr_scheduler": sched}, description=desc, evaluate=evaluate,
+                        set_precision=set_precision, set_activation_checkpointing=set_checkpointing, config=config)
