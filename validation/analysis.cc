@@ -127,6 +127,15 @@ std::string HostStatement(const AnalysisInput& in) {
 
 // --- The sections of validation.json, in document order (docs/validation-format.md). ---
 
+// What the case's prediction took from the CPU probe: "none", "other dataset" (out of sample) or the
+// cases' own dataset, in sample when the probe measured the case's worker count.
+std::string CpuProbeUse(const CpuProbeProvenance& probe, int num_workers) {
+  if (!probe.used) return "none";
+  if (probe.other_dataset) return "other dataset (out of sample)";
+  return probe.InSample(num_workers) ? "own dataset at this worker count (IN SAMPLE)"
+                                     : "own dataset, not at this worker count";
+}
+
 // One row per case: its configuration, the factor it varies and the case it is predicted from.
 nlohmann::json MatrixJson(const AnalysisInput& in) {
   const ExperimentSpec& spec = *in.spec;
@@ -137,6 +146,7 @@ nlohmann::json MatrixJson(const AnalysisInput& in) {
                       {"config", BenchConfigToJson(c.config)},
                       {"factors_vs_base", c.factors},
                       {"predicted_from", from},
+                      {"cpu_probe", CpuProbeUse(in.cpu_probe, c.config.num_workers)},
                       {"train_reps", RepValues(in, c.name, "train", kTrainThroughput).size()},
                       {"pipeline_reps", RepValues(in, c.name, "pipeline", kPipelineThroughput).size()}});
   }
@@ -174,9 +184,12 @@ nlohmann::json MethodJson(const AnalysisInput& in) {
 
 // Load around the runs and failed runs: the noise the numbers were measured under.
 nlohmann::json NoiseJson(const AnalysisInput& in) {
-  double load_min = 1e300, load_max = -1;
-  int failed_runs = 0, measured_runs = 0;
+  double load_min = 1e300, load_max = -1, steal_max = -1;
+  int failed_runs = 0, measured_runs = 0, repeated_runs = 0, unscored_runs = 0;
   for (const auto& run : in.runs) {
+    steal_max = std::max(steal_max, run.steal_fraction);
+    if (run.attempts > 1) ++repeated_runs;
+    if (run.over_noise_bound) ++unscored_runs;
     for (double l : {run.loadavg_before, run.loadavg_after}) {
       if (l >= 0) {
         load_min = std::min(load_min, l);
@@ -191,6 +204,10 @@ nlohmann::json NoiseJson(const AnalysisInput& in) {
       {"loadavg_1min_max", load_max < 0 ? -1 : R(load_max)},
       {"runs_measured", measured_runs},
       {"runs_failed", failed_runs},
+      {"steal_fraction_max", steal_max < 0 ? -1 : R(steal_max)},
+      {"steal_bound", kStealBound},
+      {"runs_repeated_for_noise", repeated_runs},
+      {"runs_not_scored_for_noise", unscored_runs},
       {"note", HostStatement(in) + ": other processes' load moves wall-clock throughput from run to run; each case's "
                                    "coefficient of variation (cv) is given with its results"}};
 }
@@ -635,9 +652,10 @@ nlohmann::json CompletenessJson(const AnalysisInput& in) {
     if (run.exit_code != 0) {
       problems.push_back(
           fmt::format("run {} failed (exit {}{})", run.plan.id, run.exit_code, run.timed_out ? ", timed out" : ""));
-    } else if (!run.plan.discarded && !in.metrics.count(run.plan.id)) {
+    } else if (!run.plan.discarded && !run.over_noise_bound && !in.metrics.count(run.plan.id)) {
       problems.push_back(fmt::format("run {}: its summary could not be read", run.plan.id));
-    } else if (!run.plan.discarded && run.plan.kind == "train" && !in.facts.count(run.plan.id)) {
+    } else if (!run.plan.discarded && !run.over_noise_bound && run.plan.kind == "train" &&
+               !in.facts.count(run.plan.id)) {
       problems.push_back(fmt::format("run {}: its trace could not be read", run.plan.id));
     }
   }

@@ -6,6 +6,8 @@
 // give a byte-identical document.
 #pragma once
 
+#include <algorithm>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -21,6 +23,18 @@ namespace simreplay::validation {
 
 inline constexpr const char* kValidationSchema = "simreplay.validation/1";
 
+// What the CPU contention probe measured, so every case can say whether its prediction used a
+// measurement of its own configuration (a probe of the cases' own dataset at its worker count).
+struct CpuProbeProvenance {
+  bool used = false;
+  bool other_dataset = false;  // calibration.cpu_probe.dataset_args: another bench dataset
+  std::string dataset;         // the directory the probe replayed
+  std::vector<int> workers;    // the worker counts it measured
+  bool InSample(int num_workers) const {
+    return used && !other_dataset && std::find(workers.begin(), workers.end(), num_workers) != workers.end();
+  }
+};
+
 struct AnalysisInput {
   const ExperimentSpec* spec = nullptr;
   std::vector<RunRecord> runs;                            // every executed run, warm-up included
@@ -30,6 +44,7 @@ struct AnalysisInput {
   std::map<std::string, std::string> prediction_errors;   // case -> why it could not be predicted
   nlohmann::json calibration = nlohmann::json::object();  // case -> {trace, model, self_check}
   nlohmann::json environment = nlohmann::json::object();  // python, capture path, dataset, data volume
+  CpuProbeProvenance cpu_probe;
   std::vector<std::string> warnings;
 };
 

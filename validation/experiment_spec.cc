@@ -267,11 +267,28 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
     if (c.contains("cpu_probe")) {
       const auto& cp = c["cpu_probe"];
       const std::string ptr = "/calibration/cpu_probe";
-      SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(cp, ptr, {"seconds_per_point", "rounds", "max_total_s", "max_workers"}));
+      SIMREPLAY_RETURN_IF_ERROR(
+          p.CheckKeys(cp, ptr, {"seconds_per_point", "rounds", "max_total_s", "max_workers", "dataset_args"}));
       SIMREPLAY_RETURN_IF_ERROR(p.Double(cp, ptr, "seconds_per_point", 0.1, 60, &spec.cpu_probe.seconds_per_point));
       SIMREPLAY_RETURN_IF_ERROR(p.Int(cp, ptr, "rounds", 1, 20, &spec.cpu_probe.rounds));
       SIMREPLAY_RETURN_IF_ERROR(p.Double(cp, ptr, "max_total_s", 1, 3600, &spec.cpu_probe.max_total_s));
       SIMREPLAY_RETURN_IF_ERROR(p.Int(cp, ptr, "max_workers", 0, 256, &spec.cpu_probe.max_workers));
+      if (cp.contains("dataset_args")) {
+        const auto& a = cp["dataset_args"];
+        if (!a.is_array() || a.empty()) {
+          return p.Error(ptr + "/dataset_args", "'dataset_args' must be a non-empty array of make-dataset arguments");
+        }
+        for (size_t i = 0; i < a.size(); ++i) {
+          if (!a[i].is_string()) {
+            return p.Error(ptr + "/dataset_args/" + std::to_string(i),
+                           fmt::format("'dataset_args' items must be strings, found {}", a[i].dump()));
+          }
+          if (a[i].get<std::string>() == "--out") {
+            return p.Error(ptr + "/dataset_args/" + std::to_string(i), "'--out' is chosen by validate (OUT/probe-data)");
+          }
+          spec.cpu_probe.dataset_args.push_back(a[i].get<std::string>());
+        }
+      }
       if (!spec.run.command.empty())
         return p.Error(ptr, "the CPU probe replays the bench dataset: not with run.command");
       spec.cpu_probe.enabled = true;

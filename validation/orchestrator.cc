@@ -102,6 +102,25 @@ std::map<std::string, std::string> CalibrateCases(const ValidateOptions& options
   return model_of_case;
 }
 
+// The dataset the CPU probe replays: the cases' own, or (calibration.cpu_probe.dataset_args) another
+// bench dataset built here into OUT/probe-data, so that the probe measures no case's configuration.
+Result<std::string> ProbeDataset(const ValidateOptions& options) {
+  const auto& dataset_args = options.spec.cpu_probe.dataset_args;
+  if (dataset_args.empty()) return options.env.dataset_dir;
+  const std::string dir = fs::absolute(options.out_dir + "/probe-data").lexically_normal().string();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  std::vector<std::string> args = {options.env.python, "-m", "simreplay_capture.bench", "make-dataset", "--out", dir};
+  args.insert(args.end(), dataset_args.begin(), dataset_args.end());
+  auto outcome = RunChild(args, options.env.capture_path, options.out_dir + "/probe-data.log", 600);
+  if (!outcome.ok() || outcome->exit_code != 0 || !fs::exists(dir + "/dataset.json")) {
+    return Status::Internal(fmt::format("building the probe's dataset failed ({}); see probe-data.log",
+                                        outcome.ok() ? fmt::format("exit {}", outcome->exit_code)
+                                                     : outcome.status().message()));
+  }
+  return dir;
+}
+
 // The CPU contention probe of the spec's calibration.cpu_probe: run here (after the real runs, so the
 // page cache is as warm as in them) into OUT/probe-cpu.json, or reused from the ingested directory.
 // Returns its absolute path, or "" when not asked for or when it failed (a warning says so: the models
@@ -117,12 +136,17 @@ std::string CpuProbeFor(const ValidateOptions& options, std::vector<std::string>
   }
   const std::string path = fs::absolute(options.out_dir + "/probe-cpu.json").lexically_normal().string();
   fs::remove(path);
+  auto probe_data = ProbeDataset(options);
+  if (!probe_data.ok()) {
+    warnings->push_back(fmt::format("calibration.cpu_probe: {}: contention curve assumed", probe_data.status().message()));
+    return "";
+  }
   const BenchConfig& base = spec.base;
   std::vector<std::string> args = {options.env.python,
                                    "-m",
                                    "simreplay_capture.probe_cpu",
                                    "--bench-data",
-                                   options.env.dataset_dir,
+                                   *probe_data,
                                    "--format",
                                    base.format,
                                    "--image-size",
@@ -154,6 +178,25 @@ std::string CpuProbeFor(const ValidateOptions& options, std::vector<std::string>
     return "";
   }
   return path;
+}
+
+// Which dataset and worker counts the probe at `probe_path` measured (its points[].workers).
+CpuProbeProvenance ReadProbeProvenance(const ValidateOptions& options, const std::string& probe_path) {
+  CpuProbeProvenance p;
+  p.used = true;
+  p.other_dataset = !options.spec.cpu_probe.dataset_args.empty();
+  p.dataset = p.other_dataset ? fs::absolute(options.out_dir + "/probe-data").lexically_normal().string()
+                              : options.env.dataset_dir;
+  auto json = ReadJsonFile(probe_path);
+  if (json.ok() && json->contains("points") && (*json)["points"].is_array()) {
+    for (const auto& point : (*json)["points"]) {
+      if (!point.contains("workers") || !point["workers"].is_number_integer()) continue;
+      const int k = point["workers"].get<int>();
+      if (std::find(p.workers.begin(), p.workers.end(), k) == p.workers.end()) p.workers.push_back(k);
+    }
+  }
+  std::sort(p.workers.begin(), p.workers.end());
+  return p;
 }
 
 // Predicts every case from the model of the case PredictedFrom names.
@@ -209,14 +252,21 @@ Result<std::vector<RunRecord>> ExecuteRuns(const ValidateOptions& options) {
     fs::remove(out_dir + "/" + rec.summary);
     rec.command = BuildCommand(spec, *c, p, env, fs::absolute(out_dir + "/" + rec.trace).string(),
                                fs::absolute(out_dir + "/" + rec.summary).string());
-    rec.started_utc = UtcNow();
-    rec.loadavg_before = LoadAverage1();
-    auto outcome = RunChild(rec.command, env.capture_path, out_dir + "/" + rec.log, spec.run.timeout_s);
-    rec.loadavg_after = LoadAverage1();
-    if (!outcome.ok()) return outcome.status();
-    rec.exit_code = outcome->exit_code;
-    rec.timed_out = outcome->timed_out;
-    rec.wall_s = outcome->wall_s;
+    // A run under more stolen CPU than kStealBound is repeated once; still over: recorded, not scored.
+    for (rec.attempts = 1;; ++rec.attempts) {
+      rec.started_utc = UtcNow();
+      rec.loadavg_before = LoadAverage1();
+      const CpuTimes before = ReadCpuTimes();
+      auto outcome = RunChild(rec.command, env.capture_path, out_dir + "/" + rec.log, spec.run.timeout_s);
+      rec.steal_fraction = StealFraction(before, ReadCpuTimes());
+      rec.loadavg_after = LoadAverage1();
+      if (!outcome.ok()) return outcome.status();
+      rec.exit_code = outcome->exit_code;
+      rec.timed_out = outcome->timed_out;
+      rec.wall_s = outcome->wall_s;
+      rec.over_noise_bound = rec.exit_code == 0 && rec.steal_fraction > kStealBound;
+      if (!rec.over_noise_bound || rec.attempts == 2) break;
+    }
     runs.push_back(rec);
     SIMREPLAY_RETURN_IF_ERROR(WriteRunIndex(out_dir, runs));
     if (options.on_run) options.on_run(i + 1, plan.size(), rec, RunOutcome(rec, out_dir));
@@ -233,6 +283,12 @@ void ReadMeasurements(const std::vector<RunRecord>& runs, const std::string& run
       continue;
     }
     if (run.plan.discarded) continue;
+    if (run.over_noise_bound) {
+      warnings->push_back(fmt::format("run {}: {:.1f}% of the host's CPU was stolen during it and its repeat "
+                                      "(bound {:.0f}%): not scored",
+                                      run.plan.id, 100 * run.steal_fraction, 100 * kStealBound));
+      continue;
+    }
     const TraceFacts* facts = nullptr;
     if (run.plan.kind == "train") {
       auto f = ReadTraceFacts(runs_base + "/" + run.trace);
@@ -323,7 +379,12 @@ Result<ValidateOutcome> RunValidation(const ValidateOptions& options) {
                        {"dataset_dir", options.env.dataset_dir},
                        {"dataset_samples", predict_options.dataset_samples},
                        {"runs_from", options.ingest_dir.empty() ? "this invocation" : "ingested"}};
-  if (!cpu_probe.empty()) input.environment["cpu_probe"] = cpu_probe;
+  if (!cpu_probe.empty()) {
+    input.environment["cpu_probe"] = cpu_probe;
+    input.cpu_probe = ReadProbeProvenance(options, cpu_probe);
+    input.environment["cpu_probe_dataset"] = input.cpu_probe.dataset;
+    input.environment["cpu_probe_workers"] = input.cpu_probe.workers;
+  }
   input.warnings = outcome.warnings;
   outcome.document = Analyze(input);
   SIMREPLAY_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/validation.json", outcome.document.dump(1) + "\n"));

@@ -124,15 +124,16 @@ std::string RenderMarkdownReport(const nlohmann::json& v) {
 
   o += "## Experiment matrix\n\n| case | num_workers | batch_size | prefetch_factor | pin_memory | persistent_workers "
        "| format | "
-       "varies | predicted from | train reps | pipeline reps |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "varies | predicted from | CPU probe | train reps | pipeline reps |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& m : v["matrix"]) {
     const auto& c = m["config"];
     std::string factors;
     for (const auto& f : m["factors_vs_base"]) factors += (factors.empty() ? "" : ", ") + f.get<std::string>();
-    o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", Inline(m["case"]),
+    o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", Inline(m["case"]),
                      Inline(c["num_workers"]), Inline(c["batch_size"]), Inline(c["prefetch_factor"]),
                      Inline(c["pin_memory"]), Inline(c["persistent_workers"]), Inline(c["format"]),
-                     factors.empty() ? "(base)" : factors, Inline(m["predicted_from"]), Inline(m["train_reps"]),
+                     factors.empty() ? "(base)" : factors, Inline(m["predicted_from"]),
+                     m.contains("cpu_probe") ? m["cpu_probe"].get<std::string>() : "–", Inline(m["train_reps"]),
                      Inline(m["pipeline_reps"]));
   }
 

@@ -127,6 +127,9 @@ nlohmann::json RunRecord::ToJson() const {
           {"wall_s", wall_s},
           {"loadavg_before", loadavg_before},
           {"loadavg_after", loadavg_after},
+          {"steal_fraction", steal_fraction},
+          {"attempts", attempts},
+          {"over_noise_bound", over_noise_bound},
           {"started_utc", started_utc}};
 }
 
@@ -148,6 +151,9 @@ Result<RunRecord> RunRecordFromJson(const nlohmann::json& j, const std::string& 
     r.wall_s = j.value("wall_s", 0.0);
     r.loadavg_before = j.value("loadavg_before", -1.0);
     r.loadavg_after = j.value("loadavg_after", -1.0);
+    r.steal_fraction = j.value("steal_fraction", -1.0);
+    r.attempts = j.value("attempts", 1);
+    r.over_noise_bound = j.value("over_noise_bound", false);
     r.started_utc = j.value("started_utc", "");
   } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(where + ": run record: " + e.what());
@@ -235,6 +241,25 @@ double LoadAverage1() {
   double load = -1;
   if (!(in >> load)) return -1;
   return load;
+}
+
+CpuTimes ReadCpuTimes() {
+  std::ifstream in("/proc/stat");
+  std::string label;
+  CpuTimes t;
+  if (!(in >> label) || label != "cpu") return t;
+  double field = 0;
+  for (int i = 0; i < 10 && (in >> field); ++i) {
+    if (i < 8) t.total += field;  // guest time is already inside user and nice
+    if (i == 7) t.steal = field;
+  }
+  t.ok = t.total > 0;
+  return t;
+}
+
+double StealFraction(const CpuTimes& before, const CpuTimes& after) {
+  if (!before.ok || !after.ok || after.total <= before.total) return -1;
+  return std::max(0.0, (after.steal - before.steal) / (after.total - before.total));
 }
 
 std::string SelfExecutable() {

@@ -50,6 +50,10 @@ struct RunRecord {
   bool timed_out = false;
   double wall_s = 0;
   double loadavg_before = -1, loadavg_after = -1;  // 1-minute load average around the run
+  // Share of the host's CPU time the hypervisor stole over the run window (/proc/stat; -1: unknown).
+  double steal_fraction = -1;
+  int attempts = 1;            // runs made for this record: a run over the noise bound is repeated once
+  bool over_noise_bound = false;  // still over after the repeat: recorded, not scored
   std::string started_utc;
   nlohmann::json ToJson() const;
 };
@@ -72,6 +76,18 @@ Result<ChildOutcome> RunChild(const std::vector<std::string>& argv, const std::s
 
 // 1-minute load average from /proc/loadavg (-1 when unreadable).
 double LoadAverage1();
+
+// The host's aggregate CPU times from /proc/stat's "cpu" line, in clock ticks (ok = false when
+// unreadable), and the share of the time between two readings the hypervisor stole (-1: unknown).
+struct CpuTimes {
+  double total = 0, steal = 0;
+  bool ok = false;
+};
+CpuTimes ReadCpuTimes();
+double StealFraction(const CpuTimes& before, const CpuTimes& after);
+// A run whose window had more stolen CPU than this measured the neighbours, not the pipeline: it is
+// repeated once, and not scored if the repeat is over it too (docs/validation.md, "Noise").
+inline constexpr double kStealBound = 0.05;
 
 // Directory holding simreplay_capture: $SIMREPLAY_CAPTURE_PATH, else the first "capture" directory
 // with a simreplay_capture package found walking up from this executable. Empty when none.

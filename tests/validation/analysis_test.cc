@@ -178,6 +178,41 @@ TEST(Analysis, PerCaseLimitsAreReportedAndEnforcedWhenSet) {
   EXPECT_FALSE(doc["thresholds"]["pass"].get<bool>());
 }
 
+// A run over the steal bound even after its repeat is recorded but not scored: it is no
+// completeness problem, it is counted in noise, and the case's other repetitions carry the statistics.
+TEST(Analysis, RunOverTheNoiseBoundIsNotScoredAndNotMissing) {
+  ExperimentSpec spec = AbSpec("");
+  AnalysisInput in = Input(&spec);
+  in.runs[3].over_noise_bound = true;  // B.train.r1
+  in.runs[3].attempts = 2;
+  in.runs[3].steal_fraction = 0.12;
+  in.metrics.erase("B.train.r1");
+  in.facts.erase("B.train.r1");
+  nlohmann::json doc = Analyze(in);
+  EXPECT_TRUE(doc["completeness"]["pass"].get<bool>()) << doc["completeness"].dump();
+  EXPECT_EQ(doc["noise"]["runs_not_scored_for_noise"], 1);
+  EXPECT_EQ(doc["noise"]["runs_repeated_for_noise"], 1);
+  EXPECT_DOUBLE_EQ(doc["noise"]["steal_fraction_max"].get<double>(), 0.12);
+  EXPECT_EQ(Metric(doc, 1, kTrainThroughput)["measured"]["n"], 2);
+}
+
+// Every case says what its prediction took from the CPU probe: a probe of the cases' own dataset
+// at a case's worker count is in sample; a probe of another dataset is out of sample for every case.
+TEST(Analysis, MatrixSaysWhetherTheCpuProbeMeasuredTheCase) {
+  ExperimentSpec spec = AbSpec("");  // A: 1 worker, B: 2 workers
+  AnalysisInput in = Input(&spec);
+  in.cpu_probe.used = true;
+  in.cpu_probe.workers = {1};
+  nlohmann::json doc = Analyze(in);
+  EXPECT_EQ(doc["matrix"][0]["cpu_probe"], "own dataset at this worker count (IN SAMPLE)");
+  EXPECT_EQ(doc["matrix"][1]["cpu_probe"], "own dataset, not at this worker count");
+  in.cpu_probe.other_dataset = true;
+  doc = Analyze(in);
+  EXPECT_EQ(doc["matrix"][0]["cpu_probe"], "other dataset (out of sample)");
+  EXPECT_EQ(doc["matrix"][1]["cpu_probe"], "other dataset (out of sample)");
+  EXPECT_EQ(Analyze(Input(&spec))["matrix"][0]["cpu_probe"], "none");
+}
+
 TEST(Analysis, MissingPredictionOrFailedRunFailsCompleteness) {
   ExperimentSpec spec = AbSpec("");
   AnalysisInput no_pred = Input(&spec);

@@ -87,6 +87,25 @@ TEST(ExperimentSpec, CpuProbeIsOptInWithBoundedSettings) {
       << with_command.status().message();
 }
 
+TEST(ExperimentSpec, CpuProbeDatasetArgsAreStringsWithoutOut) {
+  auto with = [](const std::string& args) {
+    return ParseExperimentSpec(std::string(R"({"schema": "simreplay.experiment/1", "base": {"num_workers": 2},
+      "cases": [{"name": "base"}, {"name": "w0", "set": {"num_workers": 0}}],
+      "calibration": {"cpu_probe": {"dataset_args": )") + args + "}}}", "s.json");
+  };
+  auto ok = with(R"(["--images", "10", "--seed", "3"])");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->cpu_probe.dataset_args, (std::vector<std::string>{"--images", "10", "--seed", "3"}));
+  auto number = with(R"(["--images", 10])");
+  ASSERT_FALSE(number.ok());
+  EXPECT_NE(number.status().message().find("s.json:"), std::string::npos) << number.status().message();
+  EXPECT_NE(number.status().message().find("must be strings"), std::string::npos) << number.status().message();
+  auto out = with(R"(["--out", "x"])");
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("chosen by validate"), std::string::npos) << out.status().message();
+  EXPECT_FALSE(with("[]").ok());
+}
+
 TEST(ExperimentSpec, UnknownKeyNamesItsLine) {
   ExpectError("{\n  \"schema\": \"simreplay.experiment/1\",\n  \"repetitons\": 5,\n  \"cases\": [{\"name\": \"a\"}]\n}",
               "spec.json:3: unknown key 'repetitons'");
