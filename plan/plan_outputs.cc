@@ -37,6 +37,19 @@ json BudgetJson(const Budget& b) {
           {"total_s", Num(b.total_s())}};
 }
 
+// One Monte Carlo reservation: its total days (buffer included) and P(finish within each slot).
+json DistributionJson(const PlanOutcome& o, const ReservationDistribution& d) {
+  json within = json::object();
+  for (size_t s = 0; s < o.spec.reservation.days.size() && s < d.p_within.size(); ++s) {
+    within[fmt::format("{:g}", o.spec.reservation.days[s])] = Num(d.p_within[s]);
+  }
+  return {{"trials", d.trials},       {"seed", d.seed},
+          {"mean_days", Num(d.mean_days)}, {"stddev_days", Num(d.stddev_days)},
+          {"p50_days", Num(d.p50_days)},   {"p90_days", Num(d.p90_days)},
+          {"p99_days", Num(d.p99_days)},   {"mean_failures", Num(d.mean_failures)},
+          {"p_within", within},        {"note", d.note}};
+}
+
 json RowJson(const PlanOutcome& o, const CandidateRow& r) {
   json j = {{"gpu", r.gpu},
             {"nodes", r.nodes},
@@ -67,9 +80,31 @@ json RowJson(const PlanOutcome& o, const CandidateRow& r) {
                        {"detail", r.steady.detail}};
     j["throughput_samples_per_s"] = Num(r.throughput_samples_per_s);
     j["scaling_efficiency"] = Num(r.scaling_efficiency);
-    j["goodput"] = {{"job_mtbf_s", Num(r.goodput.job_mtbf_s)},
+    json parts = json::array();
+    for (const auto& part : r.restart.parts) {
+      parts.push_back({{"part", part.name},
+                       {"seconds", Num(part.seconds.value)},
+                       {"status", part.seconds.status},
+                       {"source", part.seconds.source}});
+    }
+    const JobFailureRate& f = r.failure_rate;
+    j["goodput"] = {{"model", "exact expected wall time under exponential failures (Daly 2006)"},
+                    {"job_mtbf_s", Num(r.goodput.job_mtbf_s)},
+                    {"failure_rate_per_h",
+                     {{"gpu", Num(f.gpu_per_h)},
+                      {"node", Num(f.node_per_h)},
+                      {"network", Num(f.network_per_h)},
+                      {"components", Num(f.components_per_h)},
+                      {"small_job_floor", Num(f.floor_per_h)},
+                      {"governs", f.floor_governs ? "small_job_floor" : "components"}}},
+                    {"restart_s", Num(r.goodput.restart_s)},
+                    {"restart_parts", parts},
                     {"checkpoint_write_s", Num(r.goodput.checkpoint_write_s)},
                     {"checkpoint_interval_s", Num(r.goodput.checkpoint_interval_s)},
+                    {"young_interval_s", Num(r.goodput.young_interval_s)},
+                    {"optimal_interval_s", Num(r.goodput.optimal_interval_s)},
+                    {"first_order_wall_s", Num(r.goodput.first_order_wall_s)},
+                    {"wall_s", Num(r.goodput.wall_s)},
                     {"expected_checkpoints", Num(r.goodput.checkpoints)},
                     {"expected_failures", Num(r.goodput.failures)},
                     {"lost_work_s", Num(r.goodput.lost_work_s)},
@@ -88,8 +123,19 @@ json RowJson(const PlanOutcome& o, const CandidateRow& r) {
     j["budget_high"] = BudgetJson(r.budget_high);
     j["gpu_hours"] = Num(r.gpu_hours);
     j["cost"] = Num(r.cost);
+    j["reservation_monte_carlo"] = {{"expected", DistributionJson(o, r.reservation)},
+                                    {"pessimistic", DistributionJson(o, r.reservation_high)},
+                                    {"probability_required", Num(o.spec.reservation.probability)}};
+    j["total_days_p50"] = Num(r.reservation.p50_days);
+    j["total_days_p90"] = Num(r.reservation.p90_days);
+    j["total_days_p99"] = Num(r.reservation.p99_days);
   }
-  for (size_t s = 0; s < o.spec.reservation.days.size(); ++s) j[SlotKey(o.spec.reservation.days[s])] = r.fits_slot[s];
+  for (size_t s = 0; s < o.spec.reservation.days.size(); ++s) {
+    j[SlotKey(o.spec.reservation.days[s])] = r.fits_slot[s];
+    if (r.simulated && s < r.reservation_high.p_within.size()) {
+      j["p_" + SlotKey(o.spec.reservation.days[s])] = Num(r.reservation_high.p_within[s]);
+    }
+  }
   j["bottleneck"] = r.bottleneck;
   j["bottleneck_evidence"] = r.bottleneck_evidence;
   j["assumed"] = r.assumed;
@@ -390,7 +436,12 @@ json PlanJson(const PlanOutcome& o) {
           {"accelerator", o.accelerator},
           {"accelerator_note", o.accelerator_note},
           {"provisional", o.provisional},
-          {"reservation", {{"days", o.spec.reservation.days}, {"buffer", o.spec.reservation.buffer}}},
+          {"reservation",
+           {{"days", o.spec.reservation.days},
+            {"buffer", o.spec.reservation.buffer},
+            {"probability", o.spec.reservation.probability},
+            {"monte_carlo_trials", o.spec.monte_carlo.trials},
+            {"monte_carlo_seed", o.spec.monte_carlo.seed}}},
           {"multinode_mode", o.multinode_mode},
           {"parallel_mode", o.parallel_mode},
           {"candidates", rows},
@@ -415,9 +466,13 @@ std::string PlanCsv(const PlanOutcome& o) {
                                    "total_days",
                                    "total_days_low",
                                    "total_days_high",
+                                   "total_days_p50",
+                                   "total_days_p90",
+                                   "total_days_p99",
                                    "gpu_hours",
                                    "cost"};
   for (double d : o.spec.reservation.days) cols.push_back(SlotKey(d));
+  for (double d : o.spec.reservation.days) cols.push_back("p_" + SlotKey(d));
   for (const char* c : {"bottleneck", "assumed", "warnings"}) cols.push_back(c);
   std::string out;
   for (size_t i = 0; i < cols.size(); ++i) out += (i ? "," : "") + cols[i];
@@ -481,7 +536,9 @@ std::string PlanHtml(const PlanOutcome& o) {
       "<h2>Candidates</h2>\n<table><tr><th>gpu</th><th>nodes</th><th>GPUs</th><th>sharding</th><th>memory GB</th>"
       "<th>samples/s</th><th>efficiency</th><th>goodput</th><th>checkpoint every</th><th>training days</th>"
       "<th>total days (interval)</th><th>GPU-hours</th><th>cost</th>";
-  for (double d : o.spec.reservation.days) html += fmt::format("<th>fits {:g} d</th>", d);
+  for (double d : o.spec.reservation.days) {
+    html += fmt::format("<th>fits {:g} d (P >= {:g})</th>", d, o.spec.reservation.probability);
+  }
   html += "<th>bottleneck</th><th>assumed</th></tr>\n";
   for (const auto& r : o.rows) {
     html += fmt::format("<tr><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td class={}>{:.1f} / {:.0f}</td>",
@@ -498,7 +555,12 @@ std::string PlanHtml(const PlanOutcome& o) {
     } else {
       html += "<td colspan=8 class=l>does not fit in GPU memory: " + HtmlEscape(r.memory.breakdown) + "</td>";
     }
-    for (bool fits : r.fits_slot) html += fits ? "<td class=ok>yes</td>" : "<td class=no>no</td>";
+    for (size_t s = 0; s < r.fits_slot.size(); ++s) {
+      const std::string p = r.simulated && s < r.reservation_high.p_within.size()
+                                ? fmt::format(" (P {:.2f})", r.reservation_high.p_within[s])
+                                : "";
+      html += r.fits_slot[s] ? "<td class=ok>yes" + p + "</td>" : "<td class=no>no" + p + "</td>";
+    }
     html += "<td class=l>" + HtmlEscape(r.bottleneck) + "</td><td class=l>" + HtmlEscape(Join(r.assumed, ", ")) +
             "</td></tr>\n";
   }

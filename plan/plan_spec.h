@@ -13,6 +13,8 @@
 
 #include "common/status.h"
 #include "models/error_band.h"
+#include "plan/failure_model.h"
+#include "plan/restart_model.h"
 
 namespace simreplay::plan {
 
@@ -64,16 +66,27 @@ struct CandidatesSpec {
   std::vector<std::string> sharding;  // ddp | fsdp
 };
 
+// Failure rates and the restart, each value labelled `input` (plan file) or `assumed` (a default
+// with its source): docs/planning.md, "Failures" and "Restart".
 struct ReliabilitySpec {
-  double gpu_mtbf_h = 50000;
-  double node_mtbf_h = 0;  // 0: node failures other than GPUs not counted
-  double restart_s = 900;  // detect, reschedule, restore, re-warm (without reading the checkpoint)
+  FailureModelSpec failures = DefaultFailureModel();
+  RestartSpec restart = DefaultRestart();
 };
 
 struct ReservationSpec {
   std::vector<double> days = {7, 30};
   double buffer = 0.15;        // operational buffer, fraction of the planned time added on top
   double knee_fraction = 0.5;  // an added node that buys less than this fraction of linear is past the knee
+  // A candidate fits a slot when at least this fraction of Monte Carlo trials finish within it.
+  double probability = 0.9;
+  bool probability_given = false;
+};
+
+// The Monte Carlo reservation (plan/reservation_monte_carlo.h).
+struct MonteCarloSpec {
+  int64_t trials = 2000;  // binomial standard error of P = 0.9: sqrt(0.09 / 2000) = 0.0067
+  uint64_t seed = 0;
+  bool given = false;
 };
 
 // Inter-node network of one node (docs/planning.md; defaults are assumptions, flagged).
@@ -110,6 +123,7 @@ struct PlanSpec {
   CandidatesSpec candidates;
   ReliabilitySpec reliability;
   ReservationSpec reservation;
+  MonteCarloSpec monte_carlo;
   NetworkSpec network;
   UncertaintySpec uncertainty;
   SimulationSpec simulation;

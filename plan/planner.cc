@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/random.h"
 #include "common/sha256.h"
 #include "models/accelerator_catalogue.h"
 #include "plan/candidate_sim.h"
@@ -69,6 +70,29 @@ void SimulatedCommunication(const json& metrics, int gpus, size_t steps, Collect
   c->total_s = metrics.value("collective_time_s", 0.0) / rank_steps;
   c->exposed_s = metrics["cluster"].value("exposed_comm_time_s", 0.0) / rank_steps;
 }
+
+bool FailureModelAssumed(const FailureModelSpec& f) {
+  bool assumed = f.gpu_mtbf_h.status == "assumed" || f.node_mtbf_h.status == "assumed" ||
+                 f.network_mtbf_h.status == "assumed";
+  if (f.floor.enabled) {
+    assumed = assumed || f.floor.job_mttf_h.status == "assumed" || f.floor.reference_gpus.status == "assumed" ||
+              f.floor.exponent.status == "assumed";
+  }
+  return assumed;
+}
+
+// Where the checkpoint read time of one restore comes from: bytes and read bandwidth.
+SourcedValue CheckpointRead(double bytes, double read_bytes_per_s, bool bytes_assumed, bool bandwidth_measured,
+                            bool bytes_measured) {
+  const std::string status = bytes_assumed                           ? "assumed"
+                             : bandwidth_measured && bytes_measured ? "measured"
+                                                                     : "input";
+  return {bytes / read_bytes_per_s, status,
+          fmt::format("checkpoint bytes {:.4g} / read bandwidth {:.4g} B/s", bytes, read_bytes_per_s)};
+}
+
+// A value of the assumptions table; infinity (a component not counted) reads "none".
+std::string Fmt(double v) { return std::isfinite(v) ? fmt::format("{:g}", v) : "none"; }
 
 }  // namespace
 
@@ -171,17 +195,14 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
   double& read_bps = setup.read_bytes_per_s;
   write_bps = spec.checkpoint.write_bytes_per_s;
   read_bps = spec.checkpoint.read_bytes_per_s;
-  double& restart_s = setup.restart_s;
-  restart_s = spec.reliability.restart_s;
-  bool& restart_includes_read = setup.restart_includes_read;
   double& peak_memory = setup.peak_memory_bytes;
   if (preflight) {
     if (preflight->checkpoint_bytes) checkpoint_bytes = *preflight->checkpoint_bytes;
     if (preflight->checkpoint_write_bytes_per_s) write_bps = *preflight->checkpoint_write_bytes_per_s;
     if (preflight->checkpoint_read_bytes_per_s) read_bps = *preflight->checkpoint_read_bytes_per_s;
     if (preflight->restart_s) {
-      restart_s = *preflight->restart_s;
-      restart_includes_read = true;
+      setup.measured_restart = MeasuredRestart{*preflight->restart_s, preflight->world_size,
+                                               "preflight " + spec.preflight_path};
     }
     if (preflight->peak_memory_bytes && preflight_cuda) peak_memory = *preflight->peak_memory_bytes;
   }
@@ -220,7 +241,9 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
         if (!steps[gpu].measured) AddUnique(&row.assumed, "step_time");
         if (!row.memory.measured) AddUnique(&row.assumed, "memory");
         if (!(preflight && preflight->checkpoint_write_bytes_per_s)) AddUnique(&row.assumed, "checkpoint");
-        if (!(preflight && preflight->restart_s)) AddUnique(&row.assumed, "restart");
+        if (!ComputeRestart(spec.reliability.restart, row.gpus, n, {}, setup.measured_restart).measured())
+          AddUnique(&row.assumed, "restart");
+        if (FailureModelAssumed(spec.reliability.failures)) AddUnique(&row.assumed, "failure_rate");
         if (row.gpus > 1) AddUnique(&row.assumed, n > 1 ? "network" : "intra_node_link");
         if (row.memory.fits) {
           CandidateSimSetup candidate;
@@ -268,8 +291,10 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
   const auto& preflight = setup.preflight;
   const int accum = setup.grad_accum;
   const double checkpoint_bytes = setup.checkpoint_bytes, write_bps = setup.write_bytes_per_s,
-               read_bps = setup.read_bytes_per_s, restart_s = setup.restart_s, peak_memory = setup.peak_memory_bytes;
-  const bool restart_includes_read = setup.restart_includes_read;
+               read_bps = setup.read_bytes_per_s, peak_memory = setup.peak_memory_bytes;
+  const SourcedValue checkpoint_read =
+      CheckpointRead(checkpoint_bytes, read_bps, !(preflight && preflight->checkpoint_bytes) && spec.checkpoint.bytes <= 0,
+                     preflight && preflight->checkpoint_read_bytes_per_s, preflight && preflight->checkpoint_bytes);
   sim::CostCache& cache = *setup.cache;
   const BytesPerParameter bpp = StateBytes(spec.model.optimizer, spec.model.precision);
 
@@ -342,42 +367,69 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
 
     const int64_t evals = spec.eval.every_steps > 0 ? row.total_steps / spec.eval.every_steps : 0;
     const double eval_s = static_cast<double>(evals) * spec.eval.duration_s;
-    auto make_budget = [&](double training_s, Goodput* goodput_out) {
+    row.failure_rate = ComputeJobFailureRate(spec.reliability.failures, row.gpus, row.nodes);
+    row.restart = ComputeRestart(spec.reliability.restart, row.gpus, row.nodes, checkpoint_read, setup.measured_restart);
+    const auto& ph = spec.phases;
+    const double download_s = ph.download_bytes > 0 ? ph.download_bytes / ph.download_bytes_per_s : 0;
+    const double copy_out_s = ph.copy_out_bytes > 0 ? ph.copy_out_bytes / ph.copy_out_bytes_per_s : 0;
+    auto make_goodput = [&](double training_s) {
       GoodputInput in;
       in.work_s = training_s + eval_s;
       in.training_s = training_s;
-      in.gpus = row.gpus;
-      in.nodes = row.nodes;
-      in.gpu_mtbf_h = spec.reliability.gpu_mtbf_h;
-      in.node_mtbf_h = spec.reliability.node_mtbf_h;
-      in.checkpoint_bytes = checkpoint_bytes;
-      in.write_bytes_per_s = write_bps;
-      in.read_bytes_per_s = restart_includes_read ? std::numeric_limits<double>::infinity() : read_bps;
+      in.job_mtbf_s = row.failure_rate.mtbf_s();
+      in.checkpoint_write_s = checkpoint_bytes / write_bps;
+      in.restart_s = row.restart.total_s();
       in.auto_interval = spec.checkpoint.auto_interval;
       in.every_s = spec.checkpoint.every_s;
-      in.restart_s = restart_s;
-      Goodput g = ComputeGoodput(in);
+      return ComputeGoodput(in);
+    };
+    auto make_budget = [&](double training_s, const Goodput& g) {
       Budget b;
-      const auto& ph = spec.phases;
-      b.download_s = ph.download_bytes > 0 ? ph.download_bytes / ph.download_bytes_per_s : 0;
+      b.download_s = download_s;
       b.preprocess_s = ph.preprocess_s;
       b.training_s = training_s;
       b.eval_s = eval_s;
       b.checkpoint_s = g.checkpoint_s;
       b.failures_s = g.feasible ? g.lost_work_s + g.restart_total_s : std::numeric_limits<double>::infinity();
       b.export_s = ph.export_s;
-      b.copy_out_s = ph.copy_out_bytes > 0 ? ph.copy_out_bytes / ph.copy_out_bytes_per_s : 0;
+      b.copy_out_s = copy_out_s;
       b.buffer_s = spec.reservation.buffer * b.total_s();
-      if (goodput_out != nullptr) *goodput_out = g;
       return b;
     };
-    row.budget = make_budget(row.training_s, &row.goodput);
-    row.budget_low = make_budget(row.training_s * row.interval_low, nullptr);
-    row.budget_high = make_budget(row.training_s * row.interval_high, nullptr);
+    // The reservation replayed K times (same draws at both ends: only the training time differs).
+    const uint64_t seed = Rng::DeriveSeed(spec.monte_carlo.seed, &row - out.rows.data());
+    auto replay = [&](double training_s, const Goodput& g) {
+      ReplayInput in;
+      in.work_s = training_s + eval_s;
+      in.checkpoint_interval_s = g.checkpoint_interval_s;
+      in.checkpoint_write_s = g.checkpoint_write_s;
+      in.restart_s = g.restart_s;
+      in.job_mtbf_s = g.job_mtbf_s;
+      in.fixed_s = download_s + ph.preprocess_s + ph.export_s + copy_out_s;
+      in.buffer_fraction = spec.reservation.buffer;
+      ReplayOptions options;
+      options.trials = spec.monte_carlo.trials;
+      options.seed = seed;
+      if (!g.feasible) {
+        ReservationDistribution none;
+        none.p_within.assign(spec.reservation.days.size(), 0);
+        none.note = "infeasible: not replayed";
+        return none;
+      }
+      return SimulateReservation(in, spec.reservation.days, options);
+    };
+    row.goodput = make_goodput(row.training_s);
+    row.budget = make_budget(row.training_s, row.goodput);
+    row.budget_low = make_budget(row.training_s * row.interval_low, make_goodput(row.training_s * row.interval_low));
+    const Goodput goodput_high = make_goodput(row.training_s * row.interval_high);
+    row.budget_high = make_budget(row.training_s * row.interval_high, goodput_high);
+    row.reservation = replay(row.training_s, row.goodput);
+    row.reservation_high = replay(row.training_s * row.interval_high, goodput_high);
     row.gpu_hours = row.budget.total_s() / 3600.0 * row.gpus;
     row.cost = row.gpu_hours * spec.prices_per_gpu_hour.at(row.gpu);
-    for (double days : spec.reservation.days) {
-      row.fits_slot.push_back(row.goodput.feasible && row.budget_high.total_s() <= days * 86400.0);
+    for (size_t s = 0; s < spec.reservation.days.size(); ++s) {
+      row.fits_slot.push_back(row.goodput.feasible && row.reservation_high.trials > 0 &&
+                              row.reservation_high.p_within[s] >= spec.reservation.probability);
     }
   }
   for (auto& row : out.rows) {
@@ -422,11 +474,42 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
   add("checkpoint_read_bytes_per_s", fmt::format("{:.4g}", read_bps),
       preflight && preflight->checkpoint_read_bytes_per_s ? "measured" : "input",
       preflight && preflight->checkpoint_read_bytes_per_s ? "preflight" : "plan file");
-  add("restart_s", fmt::format("{:g}", restart_s), preflight && preflight->restart_s ? "measured" : "input",
-      preflight && preflight->restart_s ? "preflight (restore + first step, includes the checkpoint read)"
-                                        : "plan file (the checkpoint read is added)");
-  add("gpu_mtbf_h", fmt::format("{:g}", spec.reliability.gpu_mtbf_h), "input",
-      "plan file (MLPerf Storage v2.0 uses 50,000 h per GPU)");
+  auto add_sourced = [&](const std::string& input, const SourcedValue& v) {
+    add(input, Fmt(v.value), v.status, v.source);
+  };
+  const RestartSpec& rs = spec.reliability.restart;
+  if (setup.measured_restart) {
+    add("restart_s", fmt::format("{:g}", setup.measured_restart->restart_s), "measured",
+        fmt::format("{} (process start to the first step after a restore, checkpoint read included, {} rank{} on one "
+                    "node); candidates of another size: extrapolated (their restart_parts)",
+                    setup.measured_restart->source, setup.measured_restart->world_size,
+                    setup.measured_restart->world_size == 1 ? "" : "s"));
+  }
+  if (rs.fixed_s) {
+    add_sourced(setup.measured_restart ? "restart.detection_rescheduling_init_s" : "restart_s", *rs.fixed_s);
+  } else {
+    add_sourced("restart.detection_s", rs.detection_s);
+    add_sourced("restart.rescheduling_s", rs.rescheduling_s);
+    add_sourced("restart.process_group_init_s", rs.init_s);
+    add_sourced("restart.process_group_init_reference_ranks", rs.init_reference_ranks);
+    add_sourced("restart.process_group_init_exponent", rs.init_exponent);
+  }
+  const FailureModelSpec& fm = spec.reliability.failures;
+  add_sourced("gpu_mtbf_h", fm.gpu_mtbf_h);
+  add_sourced("node_mtbf_h", fm.node_mtbf_h);
+  add_sourced("network_mtbf_h", fm.network_mtbf_h);
+  if (fm.floor.enabled) {
+    add_sourced("small_job_floor.job_mttf_h", fm.floor.job_mttf_h);
+    add_sourced("small_job_floor.reference_gpus", fm.floor.reference_gpus);
+    add_sourced("small_job_floor.exponent", fm.floor.exponent);
+  } else {
+    add("small_job_floor", "none", "input", "plan file: no floor, the component rates alone");
+  }
+  add("reservation.probability", fmt::format("{:g}", spec.reservation.probability),
+      spec.reservation.probability_given ? "input" : "assumed",
+      spec.reservation.probability_given ? "plan file" : "default: a slot fits when 9 trials in 10 finish within it");
+  add("monte_carlo.trials", fmt::format("{}", spec.monte_carlo.trials), spec.monte_carlo.given ? "input" : "assumed",
+      spec.monte_carlo.given ? "plan file" : "default (binomial standard error of P = 0.9: 0.0067)");
   add("network.nic_bytes_per_s", fmt::format("{:.4g}", spec.network.nic_bytes_per_s),
       spec.network.given ? "input" : "assumed", spec.network.given ? "plan file" : "default: 100 GB/s per node");
   add("network.overlap", fmt::format("{:g}", spec.network.overlap), spec.network.given ? "input" : "assumed",

@@ -15,10 +15,13 @@
 #include "common/status.h"
 #include "plan/candidate_sim.h"
 #include "plan/collective_estimate.h"
+#include "plan/failure_model.h"
 #include "plan/goodput.h"
 #include "plan/memory_fit.h"
 #include "plan/plan_spec.h"
 #include "plan/preflight_input.h"
+#include "plan/reservation_monte_carlo.h"
+#include "plan/restart_model.h"
 #include "plan/steady_state.h"
 #include "scenarios/point_store.h"
 #include "scenarios/sweep_identity.h"
@@ -56,10 +59,15 @@ struct CandidateRow {
   double throughput_samples_per_s = 0;
   double scaling_efficiency = 0;
   double training_s = 0;  // failure-free time of all training steps (extrapolated)
+  JobFailureRate failure_rate;  // of this job's GPUs and nodes (plan/failure_model.h)
+  Restart restart;              // its parts, each with provenance
   Goodput goodput;
   Budget budget, budget_low, budget_high;
+  // Monte Carlo reservations at the expected training time and at the pessimistic end of the interval
+  // (the verdicts: fits_slot[s] = reservation_high.p_within[s] >= reservation.probability).
+  ReservationDistribution reservation, reservation_high;
   double gpu_hours = 0, cost = 0;
-  std::vector<bool> fits_slot;  // per reservation.days, at the pessimistic end
+  std::vector<bool> fits_slot;  // per reservation.days: P(finish within) >= reservation.probability
   std::string bottleneck, bottleneck_evidence;
   std::vector<std::string> assumed;            // inputs that were not measured
   std::vector<std::string> warnings;           // extrapolation and steady-state warnings (they widen the interval)
@@ -106,8 +114,8 @@ struct PlanSetup {
   std::vector<std::string> point_labels;  // per point: "h100-sxm x 4 nodes (fsdp)"
   std::vector<std::pair<std::string, nlohmann::json>> PointAxes(size_t point) const;
   std::optional<PreflightInputs> preflight;
-  double checkpoint_bytes = 0, write_bytes_per_s = 0, read_bytes_per_s = 0, restart_s = 0;
-  bool restart_includes_read = false;
+  double checkpoint_bytes = 0, write_bytes_per_s = 0, read_bytes_per_s = 0;
+  std::optional<MeasuredRestart> measured_restart;  // from a preflight
   double peak_memory_bytes = 0;
   int grad_accum = 1;
   int64_t dataset_samples = 0;

@@ -65,6 +65,15 @@ Result<PreflightInputs> LoadPreflight(const std::string& path) {
   SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "checkpoint_read_bytes_per_s", &p.checkpoint_read_bytes_per_s));
   SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "restart_s", &p.restart_s));
   if (p.step_time_s && *p.step_time_s <= 0) p.step_time_s.reset();
+  std::optional<double> world;
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "world_size", &world));
+  if (world) {
+    if (*world < 1 || *world != std::floor(*world) || *world > 1e6) {
+      return Status::InvalidArgument(
+          fmt::format("{}: 'world_size' must be a whole number of ranks >= 1, found {}", path, *world));
+    }
+    p.world_size = static_cast<int>(*world);
+  }
   return p;
 }
 

@@ -21,6 +21,7 @@ struct PreflightInputs {
   std::optional<double> checkpoint_write_bytes_per_s;
   std::optional<double> checkpoint_read_bytes_per_s;
   std::optional<double> restart_s;  // restore + time to the first step after it
+  int world_size = 1;               // ranks of the preflight (all on one node)
 };
 
 Result<PreflightInputs> LoadPreflight(const std::string& path);

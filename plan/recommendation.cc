@@ -21,6 +21,8 @@ std::string Label(const CandidateRow& r) {
 double Days(double s) { return s / 86400.0; }
 
 json Brief(const CandidateRow& r) {
+  json p_within = json::array();
+  for (double p : r.reservation_high.p_within) p_within.push_back(p);
   return {{"gpu", r.gpu},
           {"nodes", r.nodes},
           {"gpus", r.gpus},
@@ -28,7 +30,9 @@ json Brief(const CandidateRow& r) {
           {"total_days", Days(r.budget.total_s())},
           {"total_days_low", Days(r.budget_low.total_s())},
           {"total_days_high", Days(r.budget_high.total_s())},
-          {"cost", r.cost}};
+          {"cost", r.cost},
+          {"total_days_p90", r.reservation.p90_days},
+          {"p_within_pessimistic", p_within}};
 }
 
 }  // namespace
@@ -53,18 +57,25 @@ json Recommend(const PlanSpec& spec, const std::vector<CandidateRow>& rows, bool
           (r.cost == best->cost && r.budget.total_s() < best->budget.total_s()))
         best = &r;
     }
-    json slot = {{"days", days}, {"candidate", best ? Brief(*best) : json(nullptr)}, {"fitting", fitting}};
+    json slot = {{"days", days},
+                 {"probability_required", spec.reservation.probability},
+                 {"candidate", best ? Brief(*best) : json(nullptr)},
+                 {"fitting", fitting}};
     std::string line;
     if (best != nullptr) {
       line = fmt::format(
-          "{:g}-day slot: {} is the cheapest of {} candidate{} that fit at the pessimistic end: {:.1f} days expected "
-          "({:.1f}-{:.1f}, {:.0f}% buffer included), {:.0f} GPU-hours, cost {:.0f}.",
-          days, Label(*best), fitting, fitting == 1 ? "" : "s", Days(best->budget.total_s()),
-          Days(best->budget_low.total_s()), Days(best->budget_high.total_s()), 100 * spec.reservation.buffer,
-          best->gpu_hours, best->cost);
+          "{:g}-day slot: {} is the cheapest of {} candidate{} that finish within it with P >= {:g} (Monte Carlo "
+          "failures, throughput at the pessimistic end: P = {:.3f}): {:.1f} days expected ({:.1f}-{:.1f}, p90 "
+          "{:.1f}, {:.0f}% buffer included), {:.0f} GPU-hours, cost {:.0f}.",
+          days, Label(*best), fitting, fitting == 1 ? "" : "s", spec.reservation.probability,
+          s < best->reservation_high.p_within.size() ? best->reservation_high.p_within[s] : 0.0,
+          Days(best->budget.total_s()), Days(best->budget_low.total_s()), Days(best->budget_high.total_s()),
+          best->reservation.p90_days, 100 * spec.reservation.buffer, best->gpu_hours, best->cost);
     } else {
-      line = fmt::format("{:g}-day slot: no candidate fits at the pessimistic end of its interval (buffer included).",
-                         days);
+      line = fmt::format(
+          "{:g}-day slot: no candidate fits: none finishes within it with P >= {:g} (Monte Carlo failures, "
+          "throughput at the pessimistic end of its interval, buffer included).",
+          days, spec.reservation.probability);
     }
     slot["text"] = line;
     text += line + " ";

@@ -1,5 +1,6 @@
 // The recommendation of a plan (docs/planning.md, "Recommendation"): per reservation slot the cheapest
-// candidate that fits it at the pessimistic end of its interval (buffer included), the fastest
+// candidate that finishes within it with at least the stated probability (Monte Carlo failures,
+// training time at the pessimistic end of its interval, buffer included), the fastest
 // candidate, and per GPU type and sharding the knee where another node buys less than the stated
 // fraction of linear; with the reasoning in words.
 #pragma once

@@ -137,15 +137,22 @@ TEST(PlanCli, PreflightFiguresAreMarkedMeasured) {
   EXPECT_EQ(status["checkpoint_write_bytes_per_s"], "measured");
   EXPECT_EQ(status["restart_s"], "measured");
   EXPECT_EQ(status["activation_bytes_per_gpu"], "measured");
-  // a100-80gb rows: step time, memory, checkpoint and restart measured; the link and the
-  // epoch boundary (not simulated in 120 steps) stay assumed.
+  // a100-80gb rows: step time, memory and checkpoint measured; the link, the epoch boundary (not
+  // simulated in 120 steps), the failure rates and the restart stay assumed: a preflight measures
+  // neither detection nor rescheduling, and it ran one rank, while these candidates run 2 and 4.
   for (const auto& c : plan["candidates"]) {
     if (c["gpu"] != "a100-80gb") continue;
     EXPECT_DOUBLE_EQ(c["step_time_s"].get<double>(), 0.2);
     EXPECT_DOUBLE_EQ(c["memory_per_gpu_bytes"].get<double>(), 45e9);
     for (const auto& a : c["assumed"]) {
-      EXPECT_TRUE(a == "intra_node_link" || a == "network" || a == "epoch_boundary") << a;
+      EXPECT_TRUE(a == "intra_node_link" || a == "network" || a == "epoch_boundary" || a == "restart" ||
+                  a == "failure_rate")
+          << a;
     }
+    std::map<std::string, std::string> parts;
+    for (const auto& p : c["goodput"]["restart_parts"]) parts[p["part"]] = p["status"];
+    EXPECT_EQ(parts["measured_restart"], "measured (1 node, 1 rank), extrapolated") << c["nodes"];
+    EXPECT_EQ(parts["detection_rescheduling_init"], "input");  // the plan's restart_s: 600
   }
   // A 40 GB GPU with the measured 45 GB peak does not fit.
   EXPECT_FALSE(plan["candidates"][0]["fits_memory"].get<bool>());
@@ -192,7 +199,9 @@ TEST(PlanCli, RealCpuPreflightMeasuresCheckpointAndRestartButNotTheGpu) {
   EXPECT_EQ(status["activation_bytes_per_gpu"], "input");
   const auto& row = plan["candidates"][2];
   EXPECT_NEAR(row["step_time_s"].get<double>(), 0.5780047202499645, 1e-8);  // measured.compute_s (9 digits)
-  for (const auto& a : row["assumed"]) EXPECT_TRUE(a != "checkpoint" && a != "restart") << a;
+  for (const auto& a : row["assumed"]) EXPECT_TRUE(a != "checkpoint") << a;
+  // Its restart was measured on one rank: extrapolated for these 2-rank candidates, never `measured`.
+  EXPECT_EQ(row["goodput"]["restart_parts"][1]["status"], "measured (1 node, 1 rank), extrapolated");
   // A failed preflight is refused with exit 3.
   std::string text = Slurp(kData + "preflight_cpu_real.json");
   text.replace(text.find("\"status\": \"pass\""), 16, "\"status\": \"fail\"");

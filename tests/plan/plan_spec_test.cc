@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 namespace simreplay::plan {
@@ -104,6 +105,74 @@ TEST(PlanSpec, RegressionNumberOverflowIsFileLineError) {
   EXPECT_NE(overflow.status().message().find("a number out of range: 1e400"), std::string::npos)
       << overflow.status().message();
   EXPECT_EQ(overflow.status().message().rfind("p.json:", 0), 0u) << overflow.status().message();
+}
+
+TEST(PlanSpec, ReliabilityDefaultsAreAssumedAndGivenRatesAreInput) {
+  auto plan = ParsePlan(kExample, "p.json");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const ReliabilitySpec& rel = plan->reliability;
+  EXPECT_EQ(rel.failures.gpu_mtbf_h.status, "input");  // 50000 in the example
+  EXPECT_DOUBLE_EQ(rel.failures.gpu_mtbf_h.value, 50000);
+  EXPECT_EQ(rel.failures.node_mtbf_h.status, "assumed");
+  EXPECT_NE(rel.failures.node_mtbf_h.source.find("2410.21680"), std::string::npos);
+  EXPECT_TRUE(rel.failures.floor.enabled);
+  ASSERT_TRUE(rel.restart.fixed_s.has_value());  // "restart_s": 900
+  EXPECT_EQ(rel.restart.fixed_s->status, "input");
+  EXPECT_DOUBLE_EQ(plan->reservation.probability, 0.9);
+  EXPECT_EQ(plan->monte_carlo.trials, 2000);
+
+  auto parts = ParsePlan(
+      Replace(kExample, R"("reliability": {"gpu_mtbf_h": 50000, "restart_s": 900})",
+              R"("reliability": {"node_mtbf_h": "none", "network_mtbf_h": 30000, "small_job_floor": "none",
+                 "restart": {"detection_s": 60, "process_group_init_exponent": 2}},
+ "monte_carlo": {"trials": 500, "seed": 9})"),
+      "p.json");
+  ASSERT_TRUE(parts.ok()) << parts.status().message();
+  EXPECT_TRUE(std::isinf(parts->reliability.failures.node_mtbf_h.value));
+  EXPECT_EQ(parts->reliability.failures.network_mtbf_h.status, "input");
+  EXPECT_EQ(parts->reliability.failures.gpu_mtbf_h.status, "assumed");
+  EXPECT_FALSE(parts->reliability.failures.floor.enabled);
+  EXPECT_FALSE(parts->reliability.restart.fixed_s.has_value());
+  EXPECT_EQ(parts->reliability.restart.detection_s.status, "input");
+  EXPECT_EQ(parts->reliability.restart.rescheduling_s.status, "assumed");
+  EXPECT_DOUBLE_EQ(parts->reliability.restart.init_exponent.value, 2);
+  EXPECT_EQ(parts->monte_carlo.trials, 500);
+  EXPECT_EQ(parts->monte_carlo.seed, 9u);
+}
+
+TEST(PlanSpec, ContradictoryOrImpossibleReliabilityIsFileLineError) {
+  const std::string line = R"("reliability": {"gpu_mtbf_h": 50000, "restart_s": 900})";
+  struct Case {
+    std::string to, expected;
+  };
+  const Case cases[] = {
+      {R"("reliability": {"gpu_mtbf_h": 0})", "p.json:12: 'reliability.gpu_mtbf_h' must be a number in (0, "},
+      {R"("reliability": {"gpu_mtbf_h": -50000})", "p.json:12: 'reliability.gpu_mtbf_h' must be a number in (0, "},
+      {R"("reliability": {"gpu_mtbf_h": "none"})", "found \"none\""},
+      {R"("reliability": {"node_mtbf_h": 0})", "'reliability.node_mtbf_h' must be a number in (0, 1e+12] or \"none\""},
+      {R"("reliability": {"small_job_floor": {"exponent": 1}})", "'reliability.small_job_floor.exponent' must be"},
+      {R"("reliability": {"small_job_floor": {"job_mttf_h": 0}})", "small_job_floor.job_mttf_h' must be a number in (0"},
+      // 5,000 h per GPU fails 1,024 GPUs every 4.1 h from GPUs alone, below the floor's all-cause 7.9 h.
+      {R"("reliability": {"gpu_mtbf_h": 5000})", "p.json:12: the small-job floor"},
+      {R"("reliability": {"restart_s": 900, "restart": {"detection_s": 60}})",
+       "p.json:12: 'reliability.restart_s' (one fixed figure) and 'reliability.restart' (its parts) contradict"},
+      {R"("reliability": {"restart": {"detection_s": -1}})", "'reliability.restart.detection_s' must be a number"},
+      {R"("reliability": {"restart": {"process_group_init_reference_ranks": 0}})",
+       "'reliability.restart.process_group_init_reference_ranks' must be a number in (0"},
+      {R"("reliability": {}, "monte_carlo": {"trials": 5})", "'monte_carlo.trials' must be a number in [100, "},
+      {R"("reliability": {}, "reservation_x": 1)", "unknown key 'reservation_x'"},
+  };
+  for (const auto& c : cases) {
+    auto plan = ParsePlan(Replace(kExample, line, c.to), "p.json");
+    ASSERT_FALSE(plan.ok()) << c.to;
+    EXPECT_NE(plan.status().message().find(c.expected), std::string::npos)
+        << "got: " << plan.status().message() << "\nexpected: " << c.expected;
+  }
+  auto probability = ParsePlan(Replace(kExample, R"("buffer": 0.15)", R"("buffer": 0.15, "probability": 1.5)"), "p.json");
+  ASSERT_FALSE(probability.ok());
+  EXPECT_NE(probability.status().message().find("p.json:13: 'reservation.probability' must be a number in [0.5, 0.999]"),
+            std::string::npos)
+      << probability.status().message();
 }
 
 TEST(PlanSpec, StateBytesPerParameterFollowTheZeroPaper) {

@@ -1,0 +1,135 @@
+#include "plan/reservation_monte_carlo.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "common/quantile.h"
+#include "common/random.h"
+
+namespace simreplay::plan {
+
+namespace {
+
+constexpr double kDay = 86400.0;
+
+// Exponential draw of mean m by inversion; 1 - Unit() is in (0, 1], so the log is finite.
+double DrawExponential(Rng* rng, double m) { return -m * std::log1p(-rng->Unit()); }
+
+}  // namespace
+
+double ReplayTrainingOnceS(const ReplayInput& in, uint64_t seed, int64_t* failures) {
+  Rng rng(seed);
+  const double m = in.job_mtbf_s, tau = in.checkpoint_interval_s, delta = in.checkpoint_write_s;
+  *failures = 0;
+  double clock = 0;
+  double next_failure = std::isfinite(m) ? DrawExponential(&rng, m) : std::numeric_limits<double>::infinity();
+  // Recovery: restarts until one completes before the next interruption.
+  auto recover = [&]() {
+    while (true) {
+      clock = next_failure;
+      ++*failures;
+      next_failure = clock + DrawExponential(&rng, m);
+      if (clock + in.restart_s <= next_failure) {
+        clock += in.restart_s;
+        return;
+      }
+    }
+  };
+  if (tau <= 0) {  // continuous free saves: an interruption loses no work, only the restart
+    double left = in.work_s;
+    while (clock + left > next_failure) {
+      left -= next_failure - clock;
+      recover();
+    }
+    return clock + left;
+  }
+  // Segments: `full` of tau, then the rest (if any); each ends with a save.
+  const double full_d = std::floor(in.work_s / tau);
+  const int64_t full = static_cast<int64_t>(full_d);
+  double rest = in.work_s - full_d * tau;
+  if (rest <= 1e-9 * tau) rest = 0;
+  const int64_t segments = full + (rest > 0 ? 1 : 0);
+  const double full_len = tau + delta;
+  int64_t done = 0;
+  while (done < segments) {
+    // Whole segments that end before the next interruption, in one step (memoryless draws).
+    if (done < full && std::isfinite(next_failure)) {
+      const double fit = std::floor((next_failure - clock) / full_len);
+      const int64_t k = static_cast<int64_t>(std::min(fit, static_cast<double>(full - done)));
+      if (k > 0) {
+        clock += k * full_len;
+        done += k;
+        continue;
+      }
+    } else if (done < full) {  // no interruptions at all
+      clock += (full - done) * full_len;
+      done = full;
+      continue;
+    }
+    const double len = (done < full ? tau : rest) + delta;
+    if (clock + len <= next_failure) {
+      clock += len;
+      ++done;
+    } else {
+      recover();  // the segment under way is lost
+    }
+  }
+  return clock;
+}
+
+ReservationDistribution SimulateReservation(const ReplayInput& in, const std::vector<double>& slot_days,
+                                            const ReplayOptions& options) {
+  ReservationDistribution d;
+  d.seed = options.seed;
+  // Expected interruptions per trial, from the exact model's failures per unit of wall time.
+  const double m = in.job_mtbf_s;
+  const double tau = in.checkpoint_interval_s, delta = in.checkpoint_write_s;
+  double expected_failures = 0;
+  if (std::isfinite(m)) {
+    const double per_work = tau > 0 ? m * std::exp(in.restart_s / m) * std::expm1((tau + delta) / m) / tau
+                                    : std::exp(in.restart_s / m);
+    expected_failures = in.work_s * per_work / m;
+  }
+  // Each interruption costs a few loop turns; segments between two are skipped in one.
+  const double events_per_trial = expected_failures + 2;
+  d.trials = options.trials;
+  if (!std::isfinite(events_per_trial) || d.trials * events_per_trial > options.max_events) {
+    const double fit = std::isfinite(events_per_trial) ? std::floor(options.max_events / events_per_trial) : 0;
+    d.trials = static_cast<int64_t>(std::max(0.0, fit));
+    d.note = fmt::format("{} of {} trials run: each expects about {:.3g} interruptions (bound {:g} events)", d.trials,
+                         options.trials, expected_failures, options.max_events);
+  }
+  if (d.trials == 0) {
+    d.p_within.assign(slot_days.size(), 0);
+    return d;
+  }
+  std::vector<double> days(static_cast<size_t>(d.trials));
+  double failures_sum = 0;
+  for (int64_t k = 0; k < d.trials; ++k) {
+    int64_t failures = 0;
+    const double replayed = ReplayTrainingOnceS(in, Rng::DeriveSeed(options.seed, static_cast<uint64_t>(k)), &failures);
+    days[static_cast<size_t>(k)] = (in.fixed_s + replayed) * (1 + in.buffer_fraction) / kDay;
+    failures_sum += static_cast<double>(failures);
+  }
+  double sum = 0;
+  for (double x : days) sum += x;
+  d.mean_days = sum / d.trials;
+  double ss = 0;
+  for (double x : days) ss += (x - d.mean_days) * (x - d.mean_days);
+  d.stddev_days = d.trials > 1 ? std::sqrt(ss / (d.trials - 1)) : 0;
+  d.mean_failures = failures_sum / d.trials;
+  std::sort(days.begin(), days.end());
+  d.p50_days = SortedQuantileLinear(days, 0.5);
+  d.p90_days = SortedQuantileLinear(days, 0.9);
+  d.p99_days = SortedQuantileLinear(days, 0.99);
+  for (double slot : slot_days) {
+    const auto within = std::upper_bound(days.begin(), days.end(), slot) - days.begin();
+    d.p_within.push_back(static_cast<double>(within) / d.trials);
+  }
+  return d;
+}
+
+}  // namespace simreplay::plan

@@ -1,0 +1,158 @@
+// The Monte Carlo reservation against the exact expected wall time (Daly 2006): its mean agrees within
+// the sampling error where failures are rare and where they are frequent (there the first-order form
+// is far outside it); deterministic; bounded.
+#include "plan/reservation_monte_carlo.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "common/random.h"
+#include "plan/goodput.h"
+
+namespace simreplay::plan {
+namespace {
+
+constexpr double kDay = 86400.0;
+
+struct Case {
+  double tau, delta, restart, mtbf, segments;
+};
+
+// Analytic exact wall time, Monte Carlo mean and standard error (days), first-order wall time (days).
+struct Compared {
+  double exact_days, first_order_days, mc_mean_days, mc_se_days, mc_failures, exact_failures;
+};
+
+Compared Compare(const Case& c, int64_t trials) {
+  GoodputInput g;
+  g.work_s = c.tau * c.segments;  // whole segments, as the exact expression counts them
+  g.training_s = g.work_s;
+  g.job_mtbf_s = c.mtbf;
+  g.checkpoint_write_s = c.delta;
+  g.restart_s = c.restart;
+  g.auto_interval = false;
+  g.every_s = c.tau;
+  const Goodput exact = ComputeGoodput(g);
+  ReplayInput in;
+  in.work_s = g.work_s;
+  in.checkpoint_interval_s = c.tau;
+  in.checkpoint_write_s = c.delta;
+  in.restart_s = c.restart;
+  in.job_mtbf_s = c.mtbf;
+  ReplayOptions options;
+  options.trials = trials;
+  options.seed = 23;
+  const ReservationDistribution d = SimulateReservation(in, {}, options);
+  EXPECT_EQ(d.trials, trials);
+  return {exact.wall_s / kDay, exact.first_order_wall_s / kDay, d.mean_days, d.stddev_days / std::sqrt(trials),
+          d.mean_failures, exact.failures};
+}
+
+// Tolerance: 4 standard errors of the mean from K trials (a false alarm about once in 16,000 runs;
+// the draws are fixed, so the test is deterministic anyway).
+TEST(ReservationMonteCarlo, MeanAgreesWithTheExactExpressionWhereFailuresAreRare) {
+  // 30 days of work in 1-hour segments, 60 s saves, 10-minute restarts, a failure every 2,000 h:
+  // 0.37 interruptions per reservation; first order and exact differ by 0.01%.
+  const Compared c = Compare({3600, 60, 600, 2000 * 3600.0, 720}, 4000);
+  std::printf("rare: exact %.5f d, first order %.5f d, Monte Carlo %.5f +- %.5f d (K = 4000), failures %.4f vs %.4f\n",
+              c.exact_days, c.first_order_days, c.mc_mean_days, c.mc_se_days, c.mc_failures, c.exact_failures);
+  EXPECT_NEAR(c.mc_mean_days, c.exact_days, 4 * c.mc_se_days);
+  EXPECT_NEAR(c.first_order_days / c.exact_days, 1, 5e-4);
+  EXPECT_NEAR(c.mc_failures, c.exact_failures, 0.05);
+}
+
+TEST(ReservationMonteCarlo, MeanAgreesWithTheExactExpressionWhereFailuresAreFrequentAndFirstOrderDoesNot) {
+  // A failure every hour, 30-minute segments, 2-minute saves, 20-minute restarts:
+  // (tau/2 + R)/M = 0.583. Exact: 3600 e^{1/3} (e^{1920/3600} - 1) / 1800 = 1.96671 x work; first
+  // order: 1.06667 / 0.41667 = 2.56 x work (+30%).
+  const Compared c = Compare({1800, 120, 1200, 3600, 480}, 4000);
+  std::printf("frequent: exact %.4f d, first order %.4f d, Monte Carlo %.4f +- %.4f d (K = 4000), failures %.1f vs %.1f\n",
+              c.exact_days, c.first_order_days, c.mc_mean_days, c.mc_se_days, c.mc_failures, c.exact_failures);
+  EXPECT_NEAR(c.exact_days * kDay / (1800 * 480), 1.96671, 1e-5);
+  EXPECT_NEAR(c.mc_mean_days, c.exact_days, 4 * c.mc_se_days);
+  EXPECT_GT(std::abs(c.first_order_days - c.mc_mean_days), 100 * c.mc_se_days);
+  EXPECT_NEAR(c.mc_failures / c.exact_failures, 1, 0.01);
+}
+
+TEST(ReservationMonteCarlo, QuantilesAndSlotProbabilities) {
+  ReplayInput in;
+  in.work_s = 20 * kDay;
+  in.checkpoint_interval_s = 3600;
+  in.checkpoint_write_s = 60;
+  in.restart_s = 1800;
+  in.job_mtbf_s = 10 * 3600;
+  in.fixed_s = kDay;
+  in.buffer_fraction = 0.1;
+  ReplayOptions options;
+  options.trials = 2000;
+  const ReservationDistribution d = SimulateReservation(in, {20, 26, 40}, options);
+  EXPECT_LE(d.p50_days, d.p90_days);
+  EXPECT_LE(d.p90_days, d.p99_days);
+  // Failure-free: (1 + 20 x 24 x 61/60 / 24 days) x 1.1 = 23.47 days; no trial is shorter.
+  EXPECT_GT(d.p50_days, (1 + 20 * 61.0 / 60) * 1.1);
+  ASSERT_EQ(d.p_within.size(), 3u);
+  EXPECT_DOUBLE_EQ(d.p_within[0], 0);
+  EXPECT_DOUBLE_EQ(d.p_within[2], 1);
+  // P(within p90) is 0.9 to within one trial.
+  const ReservationDistribution at_p90 = SimulateReservation(in, {d.p90_days}, options);
+  EXPECT_NEAR(at_p90.p_within[0], 0.9, 1.0 / 2000);
+}
+
+TEST(ReservationMonteCarlo, DeterministicAndSeeded) {
+  ReplayInput in;
+  in.work_s = 5 * kDay;
+  in.checkpoint_interval_s = 1800;
+  in.checkpoint_write_s = 30;
+  in.restart_s = 600;
+  in.job_mtbf_s = 7200;
+  ReplayOptions options;
+  options.trials = 500;
+  options.seed = 7;
+  const ReservationDistribution a = SimulateReservation(in, {7}, options);
+  const ReservationDistribution b = SimulateReservation(in, {7}, options);
+  EXPECT_EQ(a.mean_days, b.mean_days);  // bit for bit
+  EXPECT_EQ(a.p99_days, b.p99_days);
+  EXPECT_EQ(a.p_within, b.p_within);
+  options.seed = 8;
+  EXPECT_NE(SimulateReservation(in, {7}, options).mean_days, a.mean_days);
+  // Trial k is Rng(DeriveSeed(seed, k)) whatever K: one trial replays alone.
+  int64_t failures = 0;
+  const double once = ReplayTrainingOnceS(in, Rng::DeriveSeed(7, 0), &failures);
+  options.seed = 7;
+  options.trials = 1;
+  EXPECT_EQ(SimulateReservation(in, {}, options).mean_days, once / kDay);
+}
+
+TEST(ReservationMonteCarlo, NoFailuresIsWorkPlusSavesAndTheWorkIsBounded) {
+  ReplayInput in;
+  in.work_s = 10000;
+  in.checkpoint_interval_s = 1000;
+  in.checkpoint_write_s = 10;
+  in.restart_s = 100;
+  in.job_mtbf_s = std::numeric_limits<double>::infinity();
+  ReplayOptions options;
+  options.trials = 100;
+  ReservationDistribution d = SimulateReservation(in, {1}, options);
+  EXPECT_NEAR(d.mean_days, 10100 / kDay, 1e-15);  // the same trial 100 times, summed in floating point
+  EXPECT_NEAR(d.stddev_days, 0, 1e-15);
+  EXPECT_DOUBLE_EQ(d.p_within[0], 1);
+  // A work past the event bound runs fewer trials and says so: a failure every 100 s for 1e6 s of
+  // work in 10 s segments with 1 s saves and restarts expects 1e6 x 100 e^{0.01} (e^{0.11} - 1) / 10
+  // / 100 = 11,750 interruptions per trial: 85 trials fit in 1e6 events.
+  in.work_s = 1e6;
+  in.checkpoint_interval_s = 10;
+  in.checkpoint_write_s = 1;
+  in.job_mtbf_s = 100;
+  in.restart_s = 1;
+  options.trials = 1000;
+  options.max_events = 1e6;
+  d = SimulateReservation(in, {}, options);
+  EXPECT_EQ(d.trials, 85);
+  EXPECT_NE(d.note.find("trials run"), std::string::npos) << d.note;
+}
+
+}  // namespace
+}  // namespace simreplay::plan
