@@ -106,6 +106,15 @@ std::string RenderSuiteTable(const nlohmann::json& v) {
     out += fmt::format("completeness ({} of {} planned runs recorded): {}\n",
                        Inline(v["completeness"]["runs_recorded"]), Inline(v["completeness"]["runs_planned"]),
                        v["completeness"].value("pass", false) ? "PASS" : "FAIL");
+    // Each problem on its own line: a CI log that keeps only this summary still says what was missing.
+    for (const auto& problem : v["completeness"].value("problems", nlohmann::json::array())) {
+      out += fmt::format("  completeness problem: {}\n", problem.get<std::string>());
+    }
+  }
+  if (v.contains("thresholds") && v["thresholds"].contains("per_case")) {
+    for (const auto& c : v["thresholds"]["per_case"]) {
+      if (!c.value("pass", true)) out += fmt::format("  case over its limit: {}\n", Inline(c));
+    }
   }
   return out;
 }
