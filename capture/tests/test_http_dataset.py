@@ -63,6 +63,26 @@ def test_probe_http_fits_latency_and_bandwidth(served, tmp_path):
     f = doc["fit"]
     assert f["latency_s"] > 0 and f["bytes_per_s"] > 1e6 and f["large_objects"] >= 2
     assert len(doc["points"]) == f["small_objects"] + f["large_objects"]
+    # The aggregate sweep: one level per --streams value, each fetching every shard once.
+    assert [lv["streams"] for lv in doc["aggregate"]] == [2, 4, 8]
+    assert all(lv["bytes"] == doc["aggregate"][0]["bytes"] > 0 for lv in doc["aggregate"])
+    assert f["aggregate_bytes_per_s"] >= f["bytes_per_s"]
+    assert f["useful_concurrency"] in (1, 2, 4, 8)
+
+
+def test_aggregate_fit_takes_the_best_rate_and_the_fewest_streams_near_it():
+    sweep = [{"streams": 2, "bytes_per_s": 2.45e6}, {"streams": 4, "bytes_per_s": 2.5e6},
+             {"streams": 8, "bytes_per_s": 2.49e6}]
+    f = probe_http.aggregate_fit(2.2e6, sweep)
+    assert f["aggregate_bytes_per_s"] == 2.5e6 and f["useful_concurrency"] == 2
+    assert probe_http.aggregate_fit(3e6, sweep) == {"aggregate_bytes_per_s": 3e6, "useful_concurrency": 1}
+
+
+def test_bad_streams_is_a_usage_error(served, tmp_path):
+    _, url = served
+    p = subprocess.run([sys.executable, "-m", "simreplay_capture.probe_http", url, "--out", str(tmp_path / "p.json"),
+                        "--streams", "2,0"], env=subprocess_env(), capture_output=True, text=True)
+    assert p.returncode == 2 and "--streams" in p.stderr and not (tmp_path / "p.json").exists()
 
 
 def test_fit_recovers_a_line():
