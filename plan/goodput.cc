@@ -1,5 +1,7 @@
 #include "plan/goodput.h"
 
+#include "plan/units.h"
+
 #include <cmath>
 #include <limits>
 
@@ -9,12 +11,11 @@ namespace simreplay::plan {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
 double FindOptimalIntervalS(double checkpoint_write_s, double job_mtbf_s) {
-  if (!std::isfinite(job_mtbf_s)) return kInf;
+  if (!std::isfinite(job_mtbf_s)) return kInfinity;
   if (checkpoint_write_s <= 0) return 0;
   const double d = checkpoint_write_s / job_mtbf_s;
   // h(u) = u + expm1(-(u + d)): expm1 keeps small u (frequent saves, rare failures) exact.
@@ -28,7 +29,7 @@ double FindOptimalIntervalS(double checkpoint_write_s, double job_mtbf_s) {
 
 double FirstOrderWallS(double work_s, double tau_s, double delta_s, double restart_s, double job_mtbf_s) {
   const double denominator = 1 - (tau_s / 2 + restart_s) / job_mtbf_s;
-  return denominator > 0 ? work_s * (1 + delta_s / tau_s) / denominator : kInf;
+  return denominator > 0 ? work_s * (1 + delta_s / tau_s) / denominator : kInfinity;
 }
 
 Goodput ComputeGoodput(const GoodputInput& in) {
@@ -68,7 +69,7 @@ Goodput ComputeGoodput(const GoodputInput& in) {
   g.wall_s = in.work_s * per_work;
   if (!std::isfinite(g.wall_s)) {
     g.feasible = false;
-    g.wall_s = kInf;
+    g.wall_s = kInfinity;
     g.goodput_fraction = 0;
     g.note = fmt::format(
         "infeasible: the expected wall time overflows (exact expression, Daly 2006): a failure every {:.0f} s, "

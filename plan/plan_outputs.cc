@@ -1,5 +1,7 @@
 #include "plan/plan_outputs.h"
 
+#include "plan/units.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -17,7 +19,6 @@ namespace {
 using nlohmann::json;
 using sim::Round9;
 
-constexpr double kDay = 86400.0;
 
 // JSON cannot hold infinity: an infeasible figure is null.
 json Num(double v) { return std::isfinite(v) ? json(Round9(v)) : json(nullptr); }
@@ -113,10 +114,10 @@ json RowJson(const PlanOutcome& o, const CandidateRow& r) {
                     {"note", r.goodput.note}};
     j["goodput_fraction"] = Num(r.goodput.goodput_fraction);
     j["checkpoint_interval_s"] = Num(r.goodput.checkpoint_interval_s);
-    j["training_days"] = Num(r.budget.training_s / kDay);
-    j["total_days"] = Num(r.budget.total_s() / kDay);
-    j["total_days_low"] = Num(r.budget_low.total_s() / kDay);
-    j["total_days_high"] = Num(r.budget_high.total_s() / kDay);
+    j["training_days"] = Num(r.budget.training_s / kSecondsPerDay);
+    j["total_days"] = Num(r.budget.total_s() / kSecondsPerDay);
+    j["total_days_low"] = Num(r.budget_low.total_s() / kSecondsPerDay);
+    j["total_days_high"] = Num(r.budget_high.total_s() / kSecondsPerDay);
     j["interval_multipliers"] = {Num(r.interval_low), Num(r.interval_high)};
     j["budget"] = BudgetJson(r.budget);
     j["budget_low"] = BudgetJson(r.budget_low);
@@ -252,7 +253,7 @@ std::string ParetoPlot(const PlanOutcome& o) {
   for (const auto& r : o.rows) {
     if (!r.simulated || !std::isfinite(r.budget.total_s())) continue;
     pts.push_back(&r);
-    f.xmax = std::max(f.xmax, r.budget_high.total_s() / kDay);
+    f.xmax = std::max(f.xmax, r.budget_high.total_s() / kSecondsPerDay);
     f.ymax = std::max(f.ymax, r.cost);
   }
   for (double d : o.spec.reservation.days) f.xmax = std::max(f.xmax, d);
@@ -286,17 +287,17 @@ std::string ParetoPlot(const PlanOutcome& o) {
             [](const CandidateRow* a, const CandidateRow* b) { return a->budget.total_s() < b->budget.total_s(); });
   std::string path;
   for (const auto* r : front)
-    path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "M" : " L", f.X(r->budget.total_s() / kDay), f.Y(r->cost));
+    path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "M" : " L", f.X(r->budget.total_s() / kSecondsPerDay), f.Y(r->cost));
   if (!path.empty()) svg += fmt::format(R"(<path d="{}" fill="none" stroke="#333" stroke-width="1.5"/>)", path);
   for (const auto* r : pts) {
-    const double x = f.X(r->budget.total_s() / kDay), y = f.Y(r->cost);
+    const double x = f.X(r->budget.total_s() / kSecondsPerDay), y = f.Y(r->cost);
     const bool on_front = std::find(front.begin(), front.end(), r) != front.end();
     svg += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}" opacity="0.5"/>)",
-                       f.X(r->budget_low.total_s() / kDay), y, f.X(r->budget_high.total_s() / kDay), y, colors[r->gpu]);
+                       f.X(r->budget_low.total_s() / kSecondsPerDay), y, f.X(r->budget_high.total_s() / kSecondsPerDay), y, colors[r->gpu]);
     svg += fmt::format(
         R"(<circle cx="{:.1f}" cy="{:.1f}" r="{}" fill="{}"><title>{} x {} nodes {}: {:.2f} days ({:.2f}-{:.2f}), cost {:.0f}</title></circle>)",
-        x, y, on_front ? 5 : 3, colors[r->gpu], r->gpu, r->nodes, r->sharding, r->budget.total_s() / kDay,
-        r->budget_low.total_s() / kDay, r->budget_high.total_s() / kDay, r->cost);
+        x, y, on_front ? 5 : 3, colors[r->gpu], r->gpu, r->nodes, r->sharding, r->budget.total_s() / kSecondsPerDay,
+        r->budget_low.total_s() / kSecondsPerDay, r->budget_high.total_s() / kSecondsPerDay, r->cost);
     if (on_front) {
       svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="9">{}x{} {}</text>)", x + 6, y - 4, r->gpu, r->nodes,
                          r->sharding);
@@ -325,7 +326,7 @@ std::string WaterfallPlot(const CandidateRow* r, const std::string& label) {
   }
   double total = 0;
   for (const auto& [n, s] : phases) total += std::isfinite(s) ? s : 0;
-  f.xmax = total > 0 ? total / kDay * 1.02 : 1;
+  f.xmax = total > 0 ? total / kSecondsPerDay * 1.02 : 1;
   std::vector<double> ticks;
   for (int i = 0; i <= 5; ++i) ticks.push_back(f.xmax * i / 5);
   std::string svg = OpenPlot(f, "plot-waterfall", "Budget waterfall: " + label, "days", "", ticks, false);
@@ -333,7 +334,7 @@ std::string WaterfallPlot(const CandidateRow* r, const std::string& label) {
   double start = 0;
   int c = 0;
   for (size_t i = 0; i < phases.size(); ++i) {
-    const double days = std::isfinite(phases[i].second) ? phases[i].second / kDay : 0;
+    const double days = std::isfinite(phases[i].second) ? phases[i].second / kSecondsPerDay : 0;
     const double y = f.top + i * bar_h;
     svg += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{}</text>)", f.left - 5, y + bar_h * 0.65,
                        phases[i].first);
@@ -499,8 +500,8 @@ std::string PlanTable(const PlanOutcome& o) {
     if (r.simulated) {
       out += fmt::format(" {:>11.1f} {:>5.0f}% {:>6.0f}% {:>20} {:>10.0f}", r.throughput_samples_per_s,
                          100 * r.scaling_efficiency, 100 * r.goodput.goodput_fraction,
-                         fmt::format("{:.1f} ({:.1f}-{:.1f})", r.budget.total_s() / kDay, r.budget_low.total_s() / kDay,
-                                     r.budget_high.total_s() / kDay),
+                         fmt::format("{:.1f} ({:.1f}-{:.1f})", r.budget.total_s() / kSecondsPerDay, r.budget_low.total_s() / kSecondsPerDay,
+                                     r.budget_high.total_s() / kSecondsPerDay),
                          r.cost);
     } else {
       out += fmt::format(" {:>11} {:>6} {:>7} {:>20} {:>10}", "-", "-", "-", "does not fit", "-");
@@ -550,8 +551,8 @@ std::string PlanHtml(const PlanOutcome& o) {
           "({:.2f}-{:.2f})</td>"
           "<td>{:.0f}</td><td>{:.0f}</td>",
           r.throughput_samples_per_s, 100 * r.scaling_efficiency, 100 * r.goodput.goodput_fraction,
-          r.goodput.checkpoint_interval_s, r.budget.training_s / kDay, r.budget.total_s() / kDay,
-          r.budget_low.total_s() / kDay, r.budget_high.total_s() / kDay, r.gpu_hours, r.cost);
+          r.goodput.checkpoint_interval_s, r.budget.training_s / kSecondsPerDay, r.budget.total_s() / kSecondsPerDay,
+          r.budget_low.total_s() / kSecondsPerDay, r.budget_high.total_s() / kSecondsPerDay, r.gpu_hours, r.cost);
     } else {
       html += "<td colspan=8 class=l>does not fit in GPU memory: " + HtmlEscape(r.memory.breakdown) + "</td>";
     }

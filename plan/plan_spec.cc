@@ -1,5 +1,7 @@
 #include "plan/plan_spec.h"
 
+#include "plan/units.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -19,7 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Reads typed values out of the plan's JSON, naming FILE:LINE (JsonLocator) and the dotted key in
 // every error.

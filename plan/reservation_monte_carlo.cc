@@ -1,5 +1,7 @@
 #include "plan/reservation_monte_carlo.h"
 
+#include "plan/units.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -13,7 +15,6 @@ namespace simreplay::plan {
 
 namespace {
 
-constexpr double kDay = 86400.0;
 
 // Exponential draw of mean m by inversion; 1 - Unit() is in (0, 1], so the log is finite.
 double DrawExponential(Rng* rng, double m) { return -m * std::log1p(-rng->Unit()); }
@@ -111,7 +112,7 @@ ReservationDistribution SimulateReservation(const ReplayInput& in, const std::ve
   for (int64_t k = 0; k < d.trials; ++k) {
     int64_t failures = 0;
     const double replayed = ReplayTrainingOnceS(in, Rng::DeriveSeed(options.seed, static_cast<uint64_t>(k)), &failures);
-    days[static_cast<size_t>(k)] = (in.fixed_s + replayed) * (1 + in.buffer_fraction) / kDay;
+    days[static_cast<size_t>(k)] = (in.fixed_s + replayed) * (1 + in.buffer_fraction) / kSecondsPerDay;
     failures_sum += static_cast<double>(failures);
   }
   double sum = 0;
