@@ -13,7 +13,8 @@ predicted by `simreplay simulate` from a model calibrated on the base case only:
 Measured: the bench's warm-up-excluded train throughput (median of --reps runs, interleaved by case,
 one discarded warm-up run per case, uncaptured). Predicted: (samples(S) - samples(W)) / (time(S) -
 time(W)) over two simulations of S and W steps, the same window as the bench (from the call for batch
-W to the end of step S). The machine's load average is recorded around every run.
+W to the end of step S). The machine's load average is recorded around every run. Gate: every case's
+|throughput error| <= --limit-pct (10%); exit 4 when one is over it, 0 when all are within.
 
 usage: validation/whatifs/run.py [--out DIR] [--reps N] [--cases a,b,...]
 env:   SIMREPLAY_BIN (build/simreplay)
@@ -28,6 +29,10 @@ import subprocess
 import sys
 import time
 from typing import Any, Dict, List, Optional
+
+# The gate (issue 26's target for what-ifs that hold on real runs): every case within 10%. A failing
+# case stays failing and makes the run exit 4; the limit is never raised to make a run pass.
+CASE_LIMIT_PCT = 10.0
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PY = "/usr/bin/python3"
@@ -130,6 +135,8 @@ def main() -> int:
     ap.add_argument("--out", default=os.path.join(REPO, "build", "whatifs-validation"))
     ap.add_argument("--data", default=os.path.join(REPO, "build", "whatifs-data"))
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--limit-pct", type=float, default=CASE_LIMIT_PCT,
+                    help="gate: every case's |throughput error| must stay within this (exit 4 otherwise)")
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--predict-only", action="store_true",
                     help="reuse the model and the measured runs in --out; simulate again")
@@ -238,7 +245,13 @@ def main() -> int:
         print(f"{c:10s} {e['measured_median']:7.1f} ({min(m):.1f}..{max(m):.1f})   {e['predicted']:9.1f} "
               f"{e['error_pct']:+6.1f}%  {e.get('ratio_error_pct', 0.0):+6.1f}%  "
               f"{min(e['load_avg_1min']):.1f}..{max(e['load_avg_1min']):.1f}")
-    return 0
+    failing = [f"{c} {e['error_pct']:+.1f}%" for c, e in report["cases"].items()
+               if "error_pct" in e and abs(e["error_pct"]) > args.limit_pct]
+    report["gate"] = {"limit_pct": args.limit_pct, "failing": failing, "pass": not failing}
+    with open(os.path.join(args.out, "whatifs.json"), "w") as f:
+        json.dump(report, f, indent=1, sort_keys=True)
+    print(f"gate: every case within {args.limit_pct:g}%: " + ("PASS" if not failing else "FAIL (" + ", ".join(failing) + ")"))
+    return 0 if not failing else 4
 
 
 if __name__ == "__main__":
