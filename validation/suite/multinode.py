@@ -511,6 +511,7 @@ def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: 
                        "max_abs_train_throughput_error_pct": max(nominal_thr) if nominal_thr else None},
            "path": "cluster: cluster.nodes = N nodes of one rank each, nodes_share_cores, NICs from the probe",
            "cases_without_prediction": failed, "elapsed_s": elapsed_s, "correctness": correctness,
+           "analysed_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": git_commit(),
            "accelerator": "emulated (every step's compute is a sleep; the all-reduce is real gloo over shaped veths)"}
     tmp = os.path.join(out, "multinode.json.tmp")
     json.dump(doc, open(tmp, "w"), indent=1, sort_keys=True)
@@ -541,6 +542,14 @@ def nics(pred: Dict[str, Any]) -> str:
         return "–"
     rate = net["nic_bytes_per_s"]
     return f"{rate['value'] / 1e6:.1f} MB/s {rate['provenance']}"
+
+
+def git_commit() -> str:
+    """The commit of the tree the suite ran from, with "+dirty" when it had uncommitted changes."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", REPO, *a], capture_output=True, text=True).stdout.strip()
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def doc_table(doc: Dict[str, Any]) -> str:
