@@ -102,7 +102,8 @@ struct ExperimentSpec {
     double max_total_s = 90;
     int max_workers = 0;  // largest k; 0 = the probe's default, 2 x cores
     // make-dataset arguments of ANOTHER bench dataset to probe (built into OUT/probe-data): the probe
-    // then measures no case's own configuration (out of sample, docs/validation.md). Empty: the
+    // then measures no case's own configuration (out of sample, docs/validation.md); "{data}" stands
+    // for the cases' dataset (e.g. --exclude-sources {data}: no photo in common). Empty: the
     // probe replays the cases' own dataset, and every case at a probed worker count is in sample.
     std::vector<std::string> dataset_args;
   } cpu_probe;

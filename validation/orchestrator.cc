@@ -111,7 +111,7 @@ Result<std::string> ProbeDataset(const ValidateOptions& options) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   std::vector<std::string> args = {options.env.python, "-m", "simreplay_capture.bench", "make-dataset", "--out", dir};
-  args.insert(args.end(), dataset_args.begin(), dataset_args.end());
+  for (const std::string& a : dataset_args) args.push_back(a == "{data}" ? options.env.dataset_dir : a);
   auto outcome = RunChild(args, options.env.capture_path, options.out_dir + "/probe-data.log", 600);
   if (!outcome.ok() || outcome->exit_code != 0 || !fs::exists(dir + "/dataset.json")) {
     return Status::Internal(fmt::format("building the probe's dataset failed ({}); see probe-data.log",

@@ -38,6 +38,16 @@ def test_make_dataset_deterministic(tmp_path):
         assert fa == fb
 
 
+def test_make_dataset_exclude_sources_shares_no_photo(tmp_path):
+    """A held-out split (the validation suite's CPU probe dataset): no photo of the other tree."""
+    _bench("make-dataset", "--out", str(tmp_path / "a"), "--images", "40", "--videos", "0", "--formats", "files")
+    _bench("make-dataset", "--out", str(tmp_path / "b"), "--images", "40", "--videos", "0", "--formats", "files",
+           "--seed", "3", "--exclude-sources", str(tmp_path / "a"))
+    from simreplay_capture.bench.dataset import sources_of
+    a, b = set(sources_of(str(tmp_path / "a"))), sources_of(str(tmp_path / "b"))
+    assert len(b) == 40 and not a & set(b)
+
+
 @pytest.mark.parametrize("fmt", ["files", "tar", "lmdb", "hdf5"])
 def test_run_each_format(dataset_dir, tmp_path, fmt):
     trace = str(tmp_path / f"{fmt}.jsonl.gz")

@@ -30,6 +30,8 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--samples", type=int, default=0,
                    help="total samples with --video-share (default --images + --videos)")
     m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--exclude-sources", metavar="DATASET_DIR", default=None,
+                   help="use no photo that this other make-dataset tree was made from (a held-out split)")
     r = sub.add_parser("run", help="run the pipeline (optionally with capture)")
     r.add_argument("--data", required=True, help="directory written by make-dataset")
     r.add_argument("--format", default="files", choices=["files", "tar", "lmdb", "hdf5", "tfrecord"])

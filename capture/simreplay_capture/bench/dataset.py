@@ -132,12 +132,23 @@ def split_share(samples: int, video_share: float) -> "tuple[int, int]":
     return samples - videos, videos
 
 
+def sources_of(dataset_dir: str) -> List[str]:
+    """The source files a make-dataset tree was made from (its dataset.json's samples[].source)."""
+    with open(os.path.join(dataset_dir, "dataset.json")) as f:
+        return [s["source"] for s in json.load(f)["samples"]]
+
+
 def make_dataset(out: str, images: int, videos: int, formats: List[str], frames: int = 8,
                  seed: int = 0, media_root: str = MEDIA_ROOT,
-                 image_scale: Optional[float] = None) -> Dict[str, Any]:
+                 image_scale: Optional[float] = None, exclude_sources: Optional[List[str]] = None) -> Dict[str, Any]:
+    """`exclude_sources`: image files never to use (another dataset's, so that the two share no
+    photo: a held-out split of the media); clips are cut afresh from the same few videos."""
     rng = random.Random(seed)
     media = find_media(media_root)
-    jpgs = [p for p in media["images"]]
+    excluded = set(exclude_sources or [])
+    jpgs = [p for p in media["images"] if p not in excluded]
+    if not jpgs:
+        raise ValueError("no image left after --exclude-sources")
     rng.shuffle(jpgs)
     samples: List[Dict[str, Any]] = []
     blobs: List[bytes] = []
@@ -359,7 +370,9 @@ def main_make(args: Any) -> int:
     images, videos = args.images, args.videos
     if args.video_share is not None:
         images, videos = split_share(args.samples or (args.images + args.videos), args.video_share)
-    man = make_dataset(args.out, images, videos, fmts, args.frames, args.seed, image_scale=args.image_scale)
+    excluded = sources_of(args.exclude_sources) if args.exclude_sources else None
+    man = make_dataset(args.out, images, videos, fmts, args.frames, args.seed, image_scale=args.image_scale,
+                       exclude_sources=excluded)
     print(f"wrote {man['files']} samples ({man['bytes']} bytes, mix {man['mix']}) "
           f"in formats {list(man['formats'])} to {args.out}")
     return 0
