@@ -31,8 +31,9 @@ ClusterTopology::ClusterTopology(const ClusterSpec& spec) : spec_(spec) {
     for (int l = 0; l < leaves; ++l) {
       leaf_.push_back(AddVertex(VertexKind::kSwitch, -1, -1, "leaf" + std::to_string(l)));
       for (int s = 0; s < spines; ++s) {
-        AddLink(leaf_.back(), spine_[static_cast<size_t>(s)], LinkClass::kFabric, spec.nic_bytes_per_s,
-                spec.nic_latency_s, "leaf" + std::to_string(l) + "-spine" + std::to_string(s));
+        leaf_spine_link_.push_back(AddLink(leaf_.back(), spine_[static_cast<size_t>(s)], LinkClass::kFabric,
+                                           spec.nic_bytes_per_s, spec.nic_latency_s,
+                                           "leaf" + std::to_string(l) + "-spine" + std::to_string(s)));
       }
     }
   }
@@ -41,27 +42,31 @@ ClusterTopology::ClusterTopology(const ClusterSpec& spec) : spec_(spec) {
     gateway_.push_back(AddVertex(VertexKind::kGateway, n, -1, node + "-nic"));
     const int uplink =
         spec.shape == TopologyShape::kStar ? root_ : leaf_[static_cast<size_t>(n / spec.nodes_per_switch)];
-    AddLink(gateway_.back(), uplink, LinkClass::kNic, spec.nic_bytes_per_s, spec.nic_latency_s, node + "-nic");
+    nic_link_.push_back(
+        AddLink(gateway_.back(), uplink, LinkClass::kNic, spec.nic_bytes_per_s, spec.nic_latency_s, node + "-nic"));
     cpu_.push_back(AddVertex(VertexKind::kCpu, n, -1, node + "-cpu"));
     // Host memory to the NIC (reads from shared storage land here) over the host's PCIe.
-    AddLink(cpu_.back(), gateway_.back(), LinkClass::kPcie, spec.pcie_bytes_per_s, 0, node + "-hostlink");
+    host_link_.push_back(
+        AddLink(cpu_.back(), gateway_.back(), LinkClass::kPcie, spec.pcie_bytes_per_s, 0, node + "-hostlink"));
     for (int g = 0; g < spec.gpus_per_node; ++g) {
       const std::string gpu = node + "-gpu" + std::to_string(g);
       gpu_.push_back(AddVertex(VertexKind::kGpu, n, g, gpu));
       // NVLink/NVSwitch: each GPU's own link to the node's switch, which the gateway stands for.
-      AddLink(gpu_.back(), gateway_.back(), LinkClass::kIntraNode, spec.intra_node_bytes_per_s,
-              spec.intra_node_latency_s, gpu + "-nvlink");
-      AddLink(cpu_.back(), gpu_.back(), LinkClass::kPcie, spec.pcie_bytes_per_s, spec.pcie_latency_s, gpu + "-pcie");
+      nvlink_link_.push_back(AddLink(gpu_.back(), gateway_.back(), LinkClass::kIntraNode, spec.intra_node_bytes_per_s,
+                                     spec.intra_node_latency_s, gpu + "-nvlink"));
+      pcie_link_.push_back(AddLink(cpu_.back(), gpu_.back(), LinkClass::kPcie, spec.pcie_bytes_per_s,
+                                   spec.pcie_latency_s, gpu + "-pcie"));
     }
   }
   if (spec.shared_storage) {
     // One storage service behind one link of the aggregate bandwidth, reachable from every top switch.
     storage_ = AddVertex(VertexKind::kStorage, -1, -1, "storage");
     const int front = AddVertex(VertexKind::kSwitch, -1, -1, "storage-switch");
-    AddLink(storage_, front, LinkClass::kStorage, spec.storage_bytes_per_s, 0, "storage");
+    storage_link_ = AddLink(storage_, front, LinkClass::kStorage, spec.storage_bytes_per_s, 0, "storage");
     const std::vector<int> tops = spine_.empty() ? std::vector<int>{root_} : spine_;
     for (int t : tops) {
-      AddLink(front, t, LinkClass::kFabric, spec.storage_bytes_per_s, 0, "storage-" + graph_[t].name);
+      storage_top_link_.push_back(
+          AddLink(front, t, LinkClass::kFabric, spec.storage_bytes_per_s, 0, "storage-" + graph_[t].name));
     }
   }
 }
@@ -70,10 +75,11 @@ int ClusterTopology::AddVertex(VertexKind kind, int node, int local, std::string
   return static_cast<int>(boost::add_vertex(ClusterVertex{kind, node, local, std::move(name)}, graph_));
 }
 
-void ClusterTopology::AddLink(int from, int to, LinkClass c, double bytes_per_s, double latency_s, std::string name) {
+int ClusterTopology::AddLink(int from, int to, LinkClass c, double bytes_per_s, double latency_s, std::string name) {
   ClusterLink link{c, bytes_per_s, latency_s, from, static_cast<int>(links_.size()), std::move(name)};
   boost::add_edge(from, to, link, graph_);
   links_.push_back(std::move(link));
+  return links_.back().index;
 }
 
 // Breadth-first search over the graph; edges are numbered in insertion order (links_).
@@ -110,7 +116,7 @@ std::vector<Hop> ClusterTopology::ShortestPath(int from_vertex, int to_vertex) c
   return path;
 }
 
-std::vector<Hop> ClusterTopology::Route(int from_vertex, int to_vertex) const {
+std::vector<Hop> ClusterTopology::SearchRoute(int from_vertex, int to_vertex) const {
   if (from_vertex == to_vertex) return {};
   const auto& a = graph_[static_cast<size_t>(from_vertex)];
   const auto& b = graph_[static_cast<size_t>(to_vertex)];
@@ -118,12 +124,94 @@ std::vector<Hop> ClusterTopology::Route(int from_vertex, int to_vertex) const {
                                                  a.node / spec_.nodes_per_switch != b.node / spec_.nodes_per_switch);
   if (!across_leaves || (a.node < 0 && b.node < 0)) return ShortestPath(from_vertex, to_vertex);
   // Deterministic ECMP: pick the spine from the end points, then the unique path to and from it.
-  const int key = std::max(a.node, 0) + std::max(b.node, 0);
-  const int spine = spine_[static_cast<size_t>(key % static_cast<int>(spine_.size()))];
+  const int spine = spine_[static_cast<size_t>(Spine(std::max(a.node, 0), std::max(b.node, 0)))];
   std::vector<Hop> path = ShortestPath(from_vertex, spine);
   std::vector<Hop> rest = ShortestPath(spine, to_vertex);
   path.insert(path.end(), rest.begin(), rest.end());
   return path;
+}
+
+int ClusterTopology::Spine(int from_node, int to_node) const {
+  return (from_node + to_node) % static_cast<int>(spine_.size());
+}
+
+// The closed forms below are the shortest paths of the graph built in the constructor: a GPU reaches
+// its node's gateway over its NVLink link, the CPU over its host link (routes never pass through a
+// CPU, GPU or the storage host, only end there); gateways meet at the star switch, at their common
+// leaf, or through the ECMP spine.
+void ClusterTopology::AppendToGateway(int vertex, std::vector<Hop>* route) const {
+  const auto& v = graph_[static_cast<size_t>(vertex)];
+  if (v.kind == VertexKind::kGpu) {
+    route->push_back({nvlink_link_[static_cast<size_t>(v.node * spec_.gpus_per_node + v.local)], true});
+  } else if (v.kind == VertexKind::kCpu) {
+    route->push_back({host_link_[static_cast<size_t>(v.node)], true});
+  }
+}
+
+void ClusterTopology::AppendFromGateway(int vertex, std::vector<Hop>* route) const {
+  const auto& v = graph_[static_cast<size_t>(vertex)];
+  if (v.kind == VertexKind::kGpu) {
+    route->push_back({nvlink_link_[static_cast<size_t>(v.node * spec_.gpus_per_node + v.local)], false});
+  } else if (v.kind == VertexKind::kCpu) {
+    route->push_back({host_link_[static_cast<size_t>(v.node)], false});
+  }
+}
+
+void ClusterTopology::AppendBetweenGateways(int from_node, int to_node, std::vector<Hop>* route) const {
+  route->push_back({nic_link_[static_cast<size_t>(from_node)], true});
+  const int from_leaf = from_node / spec_.nodes_per_switch, to_leaf = to_node / spec_.nodes_per_switch;
+  if (!spine_.empty() && from_leaf != to_leaf) {
+    const size_t spines = spine_.size(), spine = static_cast<size_t>(Spine(from_node, to_node));
+    route->push_back({leaf_spine_link_[static_cast<size_t>(from_leaf) * spines + spine], true});
+    route->push_back({leaf_spine_link_[static_cast<size_t>(to_leaf) * spines + spine], false});
+  }
+  route->push_back({nic_link_[static_cast<size_t>(to_node)], false});
+}
+
+void ClusterTopology::AppendGatewayStorage(int node, bool to_storage, std::vector<Hop>* route) const {
+  // Storage -> storage switch -> top switch (the star switch, or the ECMP spine with storage as node 0)
+  // -> the node's leaf -> its gateway; the other way round reversed.
+  const size_t top = spine_.empty() ? 0 : static_cast<size_t>(Spine(0, node));
+  std::vector<Hop> hops = {{storage_link_, true}, {storage_top_link_[top], true}};
+  if (!spine_.empty()) {
+    hops.push_back({leaf_spine_link_[static_cast<size_t>(node / spec_.nodes_per_switch) * spine_.size() + top], false});
+  }
+  hops.push_back({nic_link_[static_cast<size_t>(node)], false});
+  if (to_storage) {
+    std::reverse(hops.begin(), hops.end());
+    for (Hop& h : hops) h.up = !h.up;
+  }
+  route->insert(route->end(), hops.begin(), hops.end());
+}
+
+std::vector<Hop> ClusterTopology::Route(int from_vertex, int to_vertex) const {
+  if (from_vertex == to_vertex) return {};
+  const auto& a = graph_[static_cast<size_t>(from_vertex)];
+  const auto& b = graph_[static_cast<size_t>(to_vertex)];
+  const bool a_storage = a.kind == VertexKind::kStorage, b_storage = b.kind == VertexKind::kStorage;
+  if ((a.node < 0 && !a_storage) || (b.node < 0 && !b_storage) || (a_storage && b_storage)) {
+    return SearchRoute(from_vertex, to_vertex);  // a switch at an end: not on any simulated path
+  }
+  std::vector<Hop> route;
+  if (a_storage) {
+    AppendGatewayStorage(b.node, false, &route);
+    AppendFromGateway(to_vertex, &route);
+  } else if (b_storage) {
+    AppendToGateway(from_vertex, &route);
+    AppendGatewayStorage(a.node, true, &route);
+  } else if (a.node != b.node) {
+    AppendToGateway(from_vertex, &route);
+    AppendBetweenGateways(a.node, b.node, &route);
+    AppendFromGateway(to_vertex, &route);
+  } else if (a.kind == VertexKind::kCpu && b.kind == VertexKind::kGpu) {
+    route.push_back({pcie_link_[static_cast<size_t>(b.node * spec_.gpus_per_node + b.local)], true});
+  } else if (a.kind == VertexKind::kGpu && b.kind == VertexKind::kCpu) {
+    route.push_back({pcie_link_[static_cast<size_t>(a.node * spec_.gpus_per_node + a.local)], false});
+  } else {
+    AppendToGateway(from_vertex, &route);
+    AppendFromGateway(to_vertex, &route);
+  }
+  return route;
 }
 
 double ClusterTopology::RouteLatencyS(const std::vector<Hop>& route) const {

@@ -1,7 +1,9 @@
 // A cluster as data: nodes (one CPU host, G GPUs and a NIC gateway each), switches and full-duplex
 // links, held in a Boost.Graph. No SimGrid here: sim/platform.cc turns it into SimGrid zones, and the
-// graph answers the questions the collectives and the closed forms ask (routes, ring order, double
+// topology answers the questions the collectives and the closed forms ask (routes, ring order, double
 // binary trees, the latency of a path). docs/modelling.md ("Clusters") describes the shapes.
+// Routes between node vertices and storage are closed forms (O(1) hops, no search), so a cluster of N
+// nodes costs O(N) to build and every route is computed when asked.
 #pragma once
 
 #include <string>
@@ -80,9 +82,15 @@ class ClusterTopology {
   // Links in edge order (the index a Hop refers to).
   const std::vector<ClusterLink>& links() const { return links_; }
 
-  // The route between two vertices: the unique path inside a node, and across the network the path
-  // through spine (src_node + dst_node) mod spines in a fat-tree (deterministic ECMP).
+  // The route between two vertices: the unique shortest path inside a node, and across the network
+  // the path through spine (src_node + dst_node) mod spines in a fat-tree (deterministic ECMP; storage
+  // counts as node 0). Closed form between CPU, GPU, gateway and storage vertices (O(1)); a route with
+  // a switch at an end is searched (SearchRoute). Equal to SearchRoute everywhere
+  // (tests/models/cluster_topology_test.cc checks every pair of several shapes).
   std::vector<Hop> Route(int from_vertex, int to_vertex) const;
+  // The same route found by breadth-first search over the graph (O(vertices)): the reference the
+  // closed form is checked against, and what Route uses for switch end points.
+  std::vector<Hop> SearchRoute(int from_vertex, int to_vertex) const;
   double RouteLatencyS(const std::vector<Hop>& route) const;
   double RouteBytesPerS(const std::vector<Hop>& route) const;  // the slowest link
 
@@ -92,8 +100,15 @@ class ClusterTopology {
 
  private:
   int AddVertex(VertexKind kind, int node, int local, std::string name);
-  void AddLink(int from, int to, LinkClass c, double bytes_per_s, double latency_s, std::string name);
+  int AddLink(int from, int to, LinkClass c, double bytes_per_s, double latency_s, std::string name);  // its index
   std::vector<Hop> ShortestPath(int from_vertex, int to_vertex) const;
+  // Closed-form pieces of a route (see Route): a node vertex to its node's gateway and back, and the
+  // network between two gateways, or a gateway and the storage service.
+  void AppendToGateway(int vertex, std::vector<Hop>* route) const;
+  void AppendFromGateway(int vertex, std::vector<Hop>* route) const;
+  void AppendBetweenGateways(int from_node, int to_node, std::vector<Hop>* route) const;
+  void AppendGatewayStorage(int node, bool to_storage, std::vector<Hop>* route) const;
+  int Spine(int from_node, int to_node) const;
 
   ClusterSpec spec_;
   ClusterGraph graph_;
@@ -101,6 +116,10 @@ class ClusterTopology {
   std::vector<int> cpu_, gateway_, gpu_, leaf_, spine_;
   int root_ = -1;  // star: the switch; fat-tree: spine 0
   int storage_ = -1;
+  // Link indices by end point, for the closed-form routes: per node (NIC, host link), per rank
+  // (NVLink, PCIe), per leaf x spine (fabric uplink), per top switch (storage switch uplink).
+  std::vector<int> nic_link_, host_link_, nvlink_link_, pcie_link_, leaf_spine_link_, storage_top_link_;
+  int storage_link_ = -1;
 };
 
 // NCCL-style double binary tree over positions 0..n-1 (Sanders et al. 2009; NCCL >= 2.4): tree 0 is

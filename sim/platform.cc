@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <string>
 
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
+
+#include "common/check.h"
+
 namespace simreplay::sim {
 
 namespace {
@@ -10,6 +15,62 @@ namespace {
 namespace sg4 = simgrid::s4u;
 using models::Hop;
 using models::LinkClass;
+using simgrid::kernel::routing::NetPoint;
+
+// The root zone: its members are the node zones (and the storage zone); the route between two members
+// is computed when SimGrid asks for it (a flow starts), from the topology's closed form, instead of a
+// table of every pair (N^2 routes, which is what a full zone holds). The route is the one a full zone
+// would have returned for ToLinks(Route(gateway a, gateway b)): the same links in the same order, and
+// the latency summed in the same order (SimGrid adds the root's part first, then each node's part).
+class OnDemandRootZone final : public simgrid::kernel::routing::NetZoneImpl {
+ public:
+  // *topology must outlive the engine that owns this zone.
+  OnDemandRootZone(const std::string& name, const models::ClusterTopology* topology)
+      : NetZoneImpl(name), topology_(topology) {}
+
+  // The links of each topology link direction (Platform::up / down), after they are created.
+  void SetLinks(const Platform& platform) {
+    for (size_t i = 0; i < platform.up.size(); ++i) {
+      up_.push_back(platform.up[i]->get_impl());
+      up_latency_s_.push_back(platform.up[i]->get_latency());
+      down_.push_back(platform.down[i]->get_impl());
+      down_latency_s_.push_back(platform.down[i]->get_latency());
+    }
+  }
+
+  // REQUIRES: `member` is a child zone of this one; `gateway` is its netpoint standing for
+  // `gateway_vertex` of the topology.
+  void AddMember(sg4::NetZone* member, int gateway_vertex, NetPoint* gateway) {
+    const size_t id = member->get_netpoint()->id();
+    if (members_.size() <= id) members_.resize(id + 1);
+    members_[id] = Member{gateway_vertex, gateway};
+  }
+
+ protected:
+  void get_local_route(const NetPoint* src, const NetPoint* dst, simgrid::kernel::routing::Route* into,
+                       double* latency) override {
+    const Member& from = members_.at(src->id());
+    const Member& to = members_.at(dst->id());
+    SIMREPLAY_CHECK(from.gateway != nullptr && to.gateway != nullptr);
+    into->gw_src_ = from.gateway;
+    into->gw_dst_ = to.gateway;
+    for (const Hop& h : topology_->Route(from.gateway_vertex, to.gateway_vertex)) {
+      const auto i = static_cast<size_t>(h.link);
+      into->link_list_.push_back(h.up ? up_[i] : down_[i]);
+      if (latency != nullptr) *latency += h.up ? up_latency_s_[i] : down_latency_s_[i];
+    }
+  }
+
+ private:
+  struct Member {
+    int gateway_vertex = -1;
+    NetPoint* gateway = nullptr;
+  };
+  const models::ClusterTopology* topology_;
+  std::vector<simgrid::kernel::resource::StandardLinkImpl*> up_, down_;
+  std::vector<double> up_latency_s_, down_latency_s_;
+  std::vector<Member> members_;  // by netpoint id in this zone
+};
 
 std::vector<sg4::LinkInRoute> ToLinks(const Platform& p, const std::vector<Hop>& route) {
   std::vector<sg4::LinkInRoute> links;
@@ -46,7 +107,8 @@ Platform BuildPlatform(const models::ClusterTopology& topology, const models::Mo
                        const RunConfig& config) {
   Platform p;
   const auto& links = topology.links();
-  auto* root = sg4::create_full_zone("cluster");
+  auto* root_impl = new OnDemandRootZone("cluster", &topology);  // owned by the engine (its root zone)
+  sg4::NetZone* root = root_impl->get_iface();
   const int nodes = topology.spec().nodes;
   std::vector<sg4::NetZone*> zones;
   std::vector<simgrid::kernel::routing::NetPoint*> gateways;
@@ -116,21 +178,11 @@ Platform BuildPlatform(const models::ClusterTopology& topology, const models::Mo
     storage_zone->seal();
     storage_gateway = p.storage->get_netpoint();
   }
-  for (int a = 0; a < nodes; ++a) {
-    for (int b = 0; b < nodes; ++b) {
-      if (a == b) continue;
-      root->add_route(zones[static_cast<size_t>(a)]->get_netpoint(), zones[static_cast<size_t>(b)]->get_netpoint(),
-                      gateways[static_cast<size_t>(a)], gateways[static_cast<size_t>(b)],
-                      ToLinks(p, topology.Route(topology.GatewayVertex(a), topology.GatewayVertex(b))), false);
-    }
-    if (storage_gateway != nullptr) {
-      auto* zone = zones[static_cast<size_t>(a)]->get_netpoint();
-      root->add_route(storage_zone->get_netpoint(), zone, storage_gateway, gateways[static_cast<size_t>(a)],
-                      ToLinks(p, topology.Route(topology.StorageVertex(), topology.GatewayVertex(a))), false);
-      root->add_route(zone, storage_zone->get_netpoint(), gateways[static_cast<size_t>(a)], storage_gateway,
-                      ToLinks(p, topology.Route(topology.GatewayVertex(a), topology.StorageVertex())), false);
-    }
+  root_impl->SetLinks(p);
+  for (int n = 0; n < nodes; ++n) {
+    root_impl->AddMember(zones[static_cast<size_t>(n)], topology.GatewayVertex(n), gateways[static_cast<size_t>(n)]);
   }
+  if (storage_zone != nullptr) root_impl->AddMember(storage_zone, topology.StorageVertex(), storage_gateway);
   root->seal();
   return p;
 }

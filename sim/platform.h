@@ -2,7 +2,8 @@
 // (CPU host with C cores and the node's disk, one host per GPU, PCIe and NVLink links, a gateway
 // router standing for the NIC side), the node zones joined by the topology's NIC and fabric links,
 // and a storage host for shared storage. Every link but PCIe is full duplex: two SimGrid links, one
-// per direction. Routes come from the topology graph (ClusterTopology::Route).
+// per direction. Routes come from the topology (ClusterTopology::Route): inside a node a full zone's
+// table ((G+2)^2 routes), between nodes computed by the root zone when a flow asks (no N^2 table).
 #pragma once
 
 #include <array>
@@ -36,7 +37,8 @@ struct Platform {
   }
 };
 
-// REQUIRES: a SimGrid engine exists and no zone was created yet.
+// REQUIRES: a SimGrid engine exists and no zone was created yet; `topology` outlives the engine (the
+// root zone computes routes from it while the simulation runs).
 Platform BuildPlatform(const models::ClusterTopology& topology, const models::ModelParams& model,
                        const RunConfig& config);
 

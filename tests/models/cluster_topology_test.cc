@@ -69,6 +69,51 @@ TEST(ClusterTopology, SharedStorageReachesEveryNodeThroughItsNic) {
   EXPECT_FALSE(route[2].up);
 }
 
+bool SameHops(const std::vector<Hop>& a, const std::vector<Hop>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].link != b[i].link || a[i].up != b[i].up) return false;
+  }
+  return true;
+}
+
+// The closed-form routes are the searched ones, hop for hop and direction for direction, between every
+// pair of vertices: star and fat-tree, with and without shared storage, a partial last leaf,
+// oversubscribed and not, one and several GPUs per node.
+TEST(ClusterTopology, ClosedFormRoutesEqualSearchedRoutesForEveryPair) {
+  std::vector<ClusterSpec> specs;
+  for (bool storage : {false, true}) {
+    for (int gpus : {1, 3}) {
+      ClusterSpec star = Spec(5, gpus);
+      star.shared_storage = storage;
+      specs.push_back(star);
+      ClusterSpec tree = Spec(11, gpus);  // leaves of 4, 4 and 3 nodes
+      tree.shape = TopologyShape::kFatTree;
+      tree.nodes_per_switch = 4;
+      tree.oversubscription = 2;  // 2 spines
+      tree.shared_storage = storage;
+      specs.push_back(tree);
+      tree.oversubscription = 1;  // 4 spines
+      specs.push_back(tree);
+      ClusterSpec single = Spec(1, gpus);
+      single.shared_storage = storage;
+      specs.push_back(single);
+    }
+  }
+  for (const ClusterSpec& spec : specs) {
+    ClusterTopology t(spec);
+    const int vertices = static_cast<int>(boost::num_vertices(t.graph()));
+    for (int a = 0; a < vertices; ++a) {
+      for (int b = 0; b < vertices; ++b) {
+        EXPECT_TRUE(SameHops(t.Route(a, b), t.SearchRoute(a, b)))
+            << "nodes " << spec.nodes << " gpus " << spec.gpus_per_node << " fat-tree "
+            << (spec.shape == TopologyShape::kFatTree) << " storage " << spec.shared_storage << ": "
+            << t.graph()[static_cast<size_t>(a)].name << " -> " << t.graph()[static_cast<size_t>(b)].name;
+      }
+    }
+  }
+}
+
 TEST(DoubleBinaryTree, FourRanksAreInnerInOneTreeAndLeafInTheOther) {
   // Tree 0: parent by lowest set bit: 1 -> 2, 2 -> 0, 3 -> 2. Tree 1 mirrors (n even): 2 -> 1, 1 -> 3,
   // 0 -> 1.
