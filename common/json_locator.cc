@@ -1,10 +1,10 @@
-#include "validation/json_locator.h"
+#include "common/json_locator.h"
 
 #include <cctype>
 #include <cstring>
 #include <vector>
 
-namespace simreplay::validation {
+namespace simreplay {
 
 namespace {
 
@@ -124,4 +124,4 @@ int JsonLocator::Line(const std::string& pointer) const {
   }
 }
 
-}  // namespace simreplay::validation
+}  // namespace simreplay

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-namespace simreplay::validation {
+namespace simreplay {
 
 class JsonLocator {
  public:
@@ -20,4 +20,4 @@ class JsonLocator {
   std::map<std::string, int> lines_;
 };
 
-}  // namespace simreplay::validation
+}  // namespace simreplay

@@ -13,7 +13,7 @@
 
 #include "common/json_fields.h"
 #include "scenarios/scenario.h"
-#include "validation/json_locator.h"
+#include "common/json_locator.h"
 
 namespace simreplay::plan {
 
@@ -110,7 +110,7 @@ class PlanReader {
 
  private:
   std::string path_;
-  validation::JsonLocator locator_;
+  JsonLocator locator_;
 };
 
 std::string Resolve(const std::string& base_dir, const std::string& p) {

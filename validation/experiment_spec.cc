@@ -10,7 +10,7 @@
 #include "common/json_fields.h"
 #include "common/paths.h"
 #include "scenarios/scenario.h"
-#include "validation/json_locator.h"
+#include "common/json_locator.h"
 
 namespace simreplay::validation {
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "validation/json_locator.h"
+#include "common/json_locator.h"
 
 namespace simreplay::validation {
 namespace {
