@@ -8,6 +8,7 @@
 
 #include "common/error_line.h"
 #include "common/json_fields.h"
+#include "scenarios/simulation_budget.h"
 
 namespace simreplay::scenarios {
 
@@ -177,14 +178,19 @@ Status ParseCluster(const nlohmann::json& j, const std::string& where, bool gpus
                          "nodes_share_cores"},
                      f));
   SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalBool("nodes_share_cores", &c->nodes_share_cores));
-  SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "nodes", &c->nodes, 1, 1024));
+  SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "nodes", &c->nodes, 1, kMaxClusterNodes));
   SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "gpus_per_node", &c->gpus_per_node, 1, 64));
   if (gpus_given && f.Has("gpus_per_node") && c->gpus_per_node != s->hardware.gpus) {
     return f.Error(fmt::format("'gpus_per_node' ({}) contradicts hardware.gpus ({}): give one of them",
                                c->gpus_per_node, s->hardware.gpus));
   }
   s->hardware.gpus = c->gpus_per_node;
-  if (c->Ranks() > 65536) return f.Error(fmt::format("{} ranks: at most 65536 are simulated", c->Ranks()));
+  if (const double bytes = EstimatedSimulationBytes(*s); bytes > kMaxSimulationBytes) {
+    return f.Error(fmt::format("{} nodes x {} GPUs with {} workers per rank need an estimated {:.0f} GB to simulate, "
+                               "more than the {:.0f} GB limit (fewer nodes, workers or steps)",
+                               c->nodes, c->gpus_per_node, s->loader.num_workers, bytes / 1e9,
+                               kMaxSimulationBytes / 1e9));
+  }
   SIMREPLAY_RETURN_IF_ERROR(GetEnum(f, "topology", kTopologyNames, &c->topology));
   if (j.contains("fat_tree")) {
     if (c->topology != Topology::kFatTree) return f.Error("'fat_tree' given but 'topology' is not \"fat-tree\"");
@@ -439,6 +445,23 @@ Result<Scenario> ParseScenarioJson(const nlohmann::json& json, const std::string
 }
 
 }  // namespace
+
+double EstimatedSimulationBytes(const Scenario& scenario) {
+  // Measured with scripts/scale_benchmark.sh (docs/performance.md, "Large clusters"): about 48 kB per
+  // actor with guarded stacks (the stack pages it touched, SimGrid's actor and activity state, the
+  // rank's share of everything else: 549 MiB at 1024 ranks x 10 actors); unguarded, the whole stack
+  // plus some 7 kB (10529 MiB at 4096 ranks x 10 actors); 16 bytes per rank and micro-batch recorded
+  // (data wait, step time); 64 MB fixed. An estimate to refuse what cannot fit, not a prediction.
+  constexpr double kGuardedBytesPerActor = 48e3, kUnguardedBytesBeyondStack = 16e3;
+  constexpr double kBytesPerRecord = 16, kFixedBytes = 64e6;
+  const double ranks = static_cast<double>(scenario.cluster.Ranks());
+  const double actors = ranks * (2.0 + std::max(scenario.loader.num_workers, 0));  // loop, pin thread, workers
+  const double bytes_per_actor = actors > kMaxGuardedActors ? kActorStackKib * 1024.0 + kUnguardedBytesBeyondStack
+                                                            : kGuardedBytesPerActor;
+  const double micro_batches = static_cast<double>(std::max<int64_t>(scenario.train.steps, 0)) *
+                               std::max(scenario.train.grad_accum, 1);
+  return kFixedBytes + actors * bytes_per_actor + ranks * micro_batches * kBytesPerRecord;
+}
 
 Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& where, const std::string& base_dir) {
   auto scenario = ParseScenarioJson(json, where, base_dir);

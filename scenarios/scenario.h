@@ -134,6 +134,14 @@ const char* StorageKindName(StorageKind k);
 Result<nlohmann::json> LoadScenarioJson(const std::string& path);
 // Parses a scenario object (no "sweep" expansion). `base_dir` resolves relative paths.
 Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& where, const std::string& base_dir);
+
+// The simulator's peak memory for a cluster scenario, estimated from the measured cost of its parts
+// (docs/performance.md, "Large clusters"): each rank's training loop and each DataLoader worker is a
+// SimGrid actor, and every rank records each micro-batch's data wait and each step's duration. The
+// loader refuses, with one line, a scenario whose estimate exceeds kMaxSimulationBytes.
+double EstimatedSimulationBytes(const Scenario& scenario);
+inline constexpr double kMaxSimulationBytes = 64e9;
+inline constexpr int kMaxClusterNodes = 16384;
 // Expands "sweep" axes into their cartesian product in axis-declaration order, last axis fastest.
 // Without "sweep", one point with no axes.
 Result<std::vector<SweepPoint>> ExpandSweep(const nlohmann::json& json, const std::string& where,

@@ -18,6 +18,7 @@
 
 #include "common/random.h"
 #include "models/cluster_topology.h"
+#include "scenarios/simulation_budget.h"
 #include "sim/collectives.h"
 #include "sim/dataloader.h"
 #include "sim/node_state.h"
@@ -31,6 +32,7 @@ namespace simreplay::sim {
 namespace {
 
 namespace sg4 = simgrid::s4u;
+using scenarios::CollectiveAlgorithm;
 using scenarios::Sharding;
 
 class Simulation {
@@ -58,6 +60,7 @@ class Simulation {
   void StepWakeUp(const RankContext& rank);
   void FinishBackward(const RankContext& rank, double backward_end_s, double compute_end_s);
   void CollectLinkCapacities();
+  double ActorCount() const;
 
   const SimInput& in_;
   const RunConfig& config_;
@@ -325,9 +328,25 @@ void Simulation::CollectLinkCapacities() {
   }
 }
 
+// The most actors alive at once: per rank its training loop, its workers and pin-memory thread, and
+// the per-message tree's two actors per tree; per node its background load.
+double Simulation::ActorCount() const {
+  const auto& loader = in_.scenario.loader;
+  double per_rank = 1 + loader.num_workers + (loader.pin_memory ? 1 : 0);
+  if (config_.algorithm == CollectiveAlgorithm::kTree &&
+      config_.collective_fidelity == scenarios::CollectiveFidelity::kPerMessage) {
+    per_rank += 4;
+  }
+  return per_rank * config_.ranks + std::ceil(in_.background_threads) * config_.nodes;
+}
+
 Result<SimRawStats> Simulation::Run() {
   std::vector<std::string> args_storage = {"simreplay", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
-                                           "--log=root.thresh:critical", "--cfg=contexts/stack-size:256"};
+                                           "--log=root.thresh:critical",
+                                           "--cfg=contexts/stack-size:" + std::to_string(scenarios::kActorStackKib)};
+  // Past the mappings guard pages need (scenarios/simulation_budget.h), stacks go unguarded rather
+  // than SimGrid aborting. Guards change no simulated time.
+  if (ActorCount() > scenarios::kMaxGuardedActors) args_storage.emplace_back("--cfg=contexts/guard-size:0");
   std::vector<char*> argv;
   for (auto& a : args_storage) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());

@@ -85,13 +85,42 @@ TEST(Scenario, ClusterKeysParseWithDefaults) {
   EXPECT_EQ(parsed->hardware.gpus, 4);  // hardware.gpus follows cluster.gpus_per_node
 }
 
+// Every node count the planner offers (candidates.nodes up to 4096) is a valid cluster size, up to
+// 16384 nodes; what cannot fit in memory is refused in one line. Actors per rank: loop, pin thread and
+// workers; past 30000 actors each costs its whole 256 KiB stack + 16 kB (unguarded stacks).
+// 4096 nodes x 8 GPUs x 2 workers: 32768 x 4 = 131072 actors x (262144 + 16000) B = 36.46 GB, plus
+// 32768 ranks x 1000 steps x 16 B = 0.52 GB, plus 64 MB: 37.05 GB, under the 64 GB limit.
+// 16384 nodes x 1 GPU, no workers: 32768 actors x 278144 B = 9.11 GB + 0.26 GB + 0.06 GB: loads.
+// 4096 nodes x 8 GPUs x 8 workers: 327680 actors x 278144 B = 91.14 GB + 0.52 + 0.06 = 91.73 GB: refused.
+TEST(Scenario, ClusterSizesUpToTheLimitLoadAndWhatCannotFitIsRefused) {
+  auto parse = [](int nodes, int gpus, int workers) {
+    auto j = Base();
+    j["cluster"] = {{"nodes", nodes}, {"gpus_per_node", gpus}};
+    j["loader"]["num_workers"] = workers;
+    j["train"]["steps"] = 1000;
+    return ParseScenario(j, "s.json", ".");
+  };
+  auto planner_largest = parse(4096, 8, 2);
+  ASSERT_TRUE(planner_largest.ok()) << planner_largest.status().message();
+  EXPECT_NEAR(EstimatedSimulationBytes(*planner_largest), 131072 * 278144.0 + 32768 * 1000 * 16.0 + 64e6, 1);
+  EXPECT_TRUE(parse(16384, 1, 0).ok());
+  EXPECT_FALSE(parse(16385, 1, 0).ok());
+  auto too_big = parse(4096, 8, 8);
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_NE(too_big.status().message().find("s.json: cluster: 4096 nodes x 8 GPUs with 8 workers per rank need an "
+                                            "estimated 92 GB to simulate, more than the 64 GB limit"),
+            std::string::npos)
+      << too_big.status().message();
+  EXPECT_EQ(too_big.status().message().find('\n'), std::string::npos);
+}
+
 TEST(Scenario, ClusterKeysRejectBadValues) {
   auto error = [](const char* section, const char* text) {
     auto j = Base();
     j[section] = nlohmann::json::parse(text);
     return ErrorOf(j);
   };
-  EXPECT_NE(error("cluster", R"({"nodes": 0})").find("s.json: cluster: 'nodes' must be in [1, 1024], found 0"),
+  EXPECT_NE(error("cluster", R"({"nodes": 0})").find("s.json: cluster: 'nodes' must be in [1, 16384], found 0"),
             std::string::npos);
   EXPECT_NE(error("cluster", R"({"topology": "ring"})").find("'topology' must be \"star\" or \"fat-tree\""),
             std::string::npos);
