@@ -258,7 +258,10 @@ CpuTimes ReadCpuTimes() {
 }
 
 double StealFraction(const CpuTimes& before, const CpuTimes& after) {
-  if (!before.ok || !after.ok || after.total <= before.total) return -1;
+  // /proc/stat counts in ticks of 10 ms: over a window shorter than about a CPU-second one tick of
+  // steal is several percent, so such a window says nothing (unknown, never a reason to repeat).
+  constexpr double kMinWindowTicks = 100;
+  if (!before.ok || !after.ok || after.total - before.total < kMinWindowTicks) return -1;
   return std::max(0.0, (after.steal - before.steal) / (after.total - before.total));
 }
 

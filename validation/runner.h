@@ -78,7 +78,8 @@ Result<ChildOutcome> RunChild(const std::vector<std::string>& argv, const std::s
 double LoadAverage1();
 
 // The host's aggregate CPU times from /proc/stat's "cpu" line, in clock ticks (ok = false when
-// unreadable), and the share of the time between two readings the hypervisor stole (-1: unknown).
+// unreadable), and the share of the time between two readings the hypervisor stole (-1: unknown, or
+// a window under 100 ticks, too short for the 10 ms ticks to resolve a few percent).
 struct CpuTimes {
   double total = 0, steal = 0;
   bool ok = false;
