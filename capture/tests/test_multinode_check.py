@@ -66,11 +66,17 @@ def test_cases_are_predicted_through_the_cluster_path_from_scenario_inputs(tmp_p
     assert nominal["cluster"]["network"] == {"nic_bytes_per_s": 1.25e8}  # 1gbit / 8
     assert model.read_text() == before
     probe = tmp_path / "probe-http.json"
-    probe.write_text(json.dumps({"fit": {"latency_s": 0.002, "bytes_per_s": 2.4e6}}))
+    # The store's aggregate rate (several streams), not one stream's, is the scenario's aggregate.
+    probe.write_text(json.dumps({"fit": {"latency_s": 0.002, "bytes_per_s": 2.4e6, "aggregate_bytes_per_s": 2.45e6}}))
     http = multinode.scenario_for(spec, dict(cfg, storage="http", server_rate="20mbit"), str(model), "c", False,
                                   str(probe))
-    assert http["storage"] == {"kind": "shared", "client_cache": False, "aggregate_bytes_per_s": 2.4e6,
+    assert http["storage"] == {"kind": "shared", "client_cache": False, "aggregate_bytes_per_s": 2.45e6,
                                "latency_s": 0.002}
+    # A probe written before the aggregate sweep: its one-stream rate.
+    probe.write_text(json.dumps({"fit": {"latency_s": 0.002, "bytes_per_s": 2.4e6}}))
+    old = multinode.scenario_for(spec, dict(cfg, storage="http", server_rate="20mbit"), str(model), "c", False,
+                                 str(probe))
+    assert old["storage"]["aggregate_bytes_per_s"] == 2.4e6
 
 
 def test_the_gates_cover_the_namespaces_the_host_holds():

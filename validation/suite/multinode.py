@@ -293,8 +293,10 @@ def scenario_for(spec: Dict[str, Any], cfg: Dict[str, Any], model_path: str, nam
         else:
             # The store's aggregate rate (several streams in flight, as the nodes' loaders read it),
             # not one stream's: a single GET at a time pays connection set-up and slow start alone.
+            # (A probe written before the sweep has only the one-stream rate.)
             f = json.load(open(http_probe))["fit"]
-            storage.update(aggregate_bytes_per_s=f["aggregate_bytes_per_s"], latency_s=f["latency_s"])
+            storage.update(aggregate_bytes_per_s=f.get("aggregate_bytes_per_s", f["bytes_per_s"]),
+                           latency_s=f["latency_s"])
         scenario["storage"] = storage
     return scenario
 
