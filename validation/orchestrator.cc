@@ -102,12 +102,18 @@ std::map<std::string, std::string> CalibrateCases(const ValidateOptions& options
   return model_of_case;
 }
 
+// Where the CPU probe's dataset is: the cases' own, or OUT/probe-data when the spec asks for another.
+std::string ProbeDataDir(const ValidateOptions& options) {
+  if (options.spec.cpu_probe.dataset_args.empty()) return options.env.dataset_dir;
+  return fs::absolute(options.out_dir + "/probe-data").lexically_normal().string();
+}
+
 // The dataset the CPU probe replays: the cases' own, or (calibration.cpu_probe.dataset_args) another
 // bench dataset built here into OUT/probe-data, so that the probe measures no case's configuration.
 Result<std::string> ProbeDataset(const ValidateOptions& options) {
   const auto& dataset_args = options.spec.cpu_probe.dataset_args;
-  if (dataset_args.empty()) return options.env.dataset_dir;
-  const std::string dir = fs::absolute(options.out_dir + "/probe-data").lexically_normal().string();
+  const std::string dir = ProbeDataDir(options);
+  if (dataset_args.empty()) return dir;
   std::error_code ec;
   fs::remove_all(dir, ec);
   std::vector<std::string> args = {options.env.python, "-m", "simreplay_capture.bench", "make-dataset", "--out", dir};
@@ -185,8 +191,7 @@ CpuProbeProvenance ReadProbeProvenance(const ValidateOptions& options, const std
   CpuProbeProvenance p;
   p.used = true;
   p.other_dataset = !options.spec.cpu_probe.dataset_args.empty();
-  p.dataset = p.other_dataset ? fs::absolute(options.out_dir + "/probe-data").lexically_normal().string()
-                              : options.env.dataset_dir;
+  p.dataset = ProbeDataDir(options);
   auto json = ReadJsonFile(probe_path);
   if (json.ok() && json->contains("points") && (*json)["points"].is_array()) {
     for (const auto& point : (*json)["points"]) {
