@@ -49,9 +49,6 @@ double SecondsBetween(Clock::time_point a, Clock::time_point b) { return std::ch
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
-// Independent, well-mixed seeds per (seed, salt): the project's generator (common/random.h).
-uint64_t MixSeed(uint64_t seed, uint64_t salt) { return Rng::DeriveSeed(seed, salt); }
-
 std::string HumanBytes(uint64_t bytes) {
   if (bytes >= (uint64_t{1} << 20) && bytes % (uint64_t{1} << 20) == 0) {
     return std::to_string(bytes >> 20) + "M";
@@ -253,7 +250,7 @@ MountInfo FindMount(const std::string& dir) {
 // reads) and fsyncs it. Returns the write bandwidth including the fsync.
 Result<double> WriteTestFile(int fd, const std::string& path, uint64_t file_bytes, uint64_t seed) {
   AlignedBuffer buf = AllocateAligned(kWriteChunkBytes);
-  std::mt19937_64 rng(MixSeed(seed, 0x77726974));
+  std::mt19937_64 rng(Rng::DeriveSeed(seed, 0x77726974));
   auto* words = reinterpret_cast<uint64_t*>(buf.get());
   for (uint64_t i = 0; i < kWriteChunkBytes / sizeof(uint64_t); ++i) words[i] = rng();
   auto start = Clock::now();
@@ -262,7 +259,7 @@ Result<double> WriteTestFile(int fd, const std::string& path, uint64_t file_byte
     uint64_t chunk = std::min(kWriteChunkBytes, file_bytes - offset);
     // Make every 4 KiB page distinct across chunks too.
     for (uint64_t page = 0; page < chunk; page += kAlignBytes) {
-      words[page / sizeof(uint64_t)] ^= MixSeed(seed, offset + page);
+      words[page / sizeof(uint64_t)] ^= Rng::DeriveSeed(seed, offset + page);
     }
     uint64_t done = 0;
     while (done < chunk) {
@@ -761,7 +758,7 @@ std::vector<uint64_t> RandomReadOrder(uint64_t file_bytes, uint64_t block_bytes,
   for (uint64_t i = 0; i < blocks; ++i) order[i] = i;
   // Fisher-Yates written out, not std::shuffle, whose algorithm the standard leaves open. The modulo
   // bias of a 64-bit draw over at most 2^40 blocks is negligible.
-  std::mt19937_64 rng(MixSeed(seed, block_bytes));
+  std::mt19937_64 rng(Rng::DeriveSeed(seed, block_bytes));
   for (uint64_t i = blocks; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
   return order;
 }

@@ -13,7 +13,7 @@
 
 #include "common/json_fields.h"
 #include "scenarios/scenario.h"
-#include "common/json_locator.h"
+#include "common/json_reader.h"
 
 namespace simreplay::plan {
 
@@ -21,97 +21,8 @@ namespace {
 
 using nlohmann::json;
 
-
-// Reads typed values out of the plan's JSON, naming FILE:LINE (JsonLocator) and the dotted key in
-// every error.
-class PlanReader {
- public:
-  PlanReader(std::string path, const std::string& text) : path_(std::move(path)), locator_(text) {}
-
-  Status Error(const std::string& pointer, const std::string& message) const {
-    return Status::InvalidArgument(fmt::format("{}:{}: {}", path_, locator_.Line(pointer), message));
-  }
-
-  // `pointer` is the object's JSON pointer ("/job/checkpoint"); checks every key is known.
-  Status Keys(const json& object, const std::string& pointer, const std::set<std::string>& known) const {
-    if (!object.is_object())
-      return Error(pointer, fmt::format("'{}' must be an object, found {}", Dotted(pointer), object.type_name()));
-    for (const auto& [key, value] : object.items()) {
-      if (!known.count(key)) {
-        std::string list;
-        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        return Error(pointer + "/" + key,
-                     fmt::format("unknown key '{}' in '{}' (expected one of: {})", key, Dotted(pointer), list));
-      }
-    }
-    return Status::Ok();
-  }
-
-  // A finite number in [lo, hi]; absent keeps *out unless required.
-  Status Number(const json& object, const std::string& pointer, const char* key, double* out, bool required, double lo,
-                double hi, bool* given = nullptr) const {
-    const std::string p = pointer + "/" + key;
-    if (!object.contains(key) || object[key].is_null()) {
-      if (required) return Error(pointer, fmt::format("missing required number '{}'", Dotted(p)));
-      return Status::Ok();
-    }
-    const json& v = object[key];
-    if (!v.is_number()) return Error(p, fmt::format("'{}' must be a number, found {}", Dotted(p), v.dump()));
-    const double d = v.get<double>();
-    if (!std::isfinite(d) || d < lo || d > hi) {
-      return Error(p, fmt::format("'{}' must be a number in [{:g}, {:g}], found {}", Dotted(p), lo, hi, v.dump()));
-    }
-    *out = d;
-    if (given != nullptr) *given = true;
-    return Status::Ok();
-  }
-
-  Status Int(const json& object, const std::string& pointer, const char* key, int64_t* out, bool required, int64_t lo,
-             int64_t hi) const {
-    double d = static_cast<double>(*out);
-    SIMREPLAY_RETURN_IF_ERROR(
-        Number(object, pointer, key, &d, required, static_cast<double>(lo), static_cast<double>(hi)));
-    if (d != std::floor(d)) {
-      return Error(pointer + "/" + key,
-                   fmt::format("'{}' must be a whole number, found {}", Dotted(pointer + "/" + key), d));
-    }
-    *out = static_cast<int64_t>(d);
-    return Status::Ok();
-  }
-
-  Status String(const json& object, const std::string& pointer, const char* key, std::string* out, bool required,
-                const std::set<std::string>& allowed = {}) const {
-    const std::string p = pointer + "/" + key;
-    if (!object.contains(key) || object[key].is_null()) {
-      if (required) return Error(pointer, fmt::format("missing required string '{}'", Dotted(p)));
-      return Status::Ok();
-    }
-    if (!object[key].is_string()) {
-      return Error(p, fmt::format("'{}' must be a string, found {}", Dotted(p), object[key].dump()));
-    }
-    std::string s = object[key].get<std::string>();
-    if (!allowed.empty() && !allowed.count(s)) {
-      std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      return Error(p, fmt::format("'{}' must be one of {}, found \"{}\"", Dotted(p), list, s));
-    }
-    if (required && s.empty()) return Error(p, fmt::format("'{}' must not be empty", Dotted(p)));
-    *out = std::move(s);
-    return Status::Ok();
-  }
-
-  static std::string Dotted(const std::string& pointer) {
-    std::string out = pointer.empty() ? "" : pointer.substr(1);
-    for (char& c : out) {
-      if (c == '/') c = '.';
-    }
-    return out;
-  }
-
- private:
-  std::string path_;
-  JsonLocator locator_;
-};
+// The plan is read with the project's one typed document reader (common/json_reader.h).
+using PlanReader = JsonReader;
 
 std::string Resolve(const std::string& base_dir, const std::string& p) {
   if (p.empty() || p[0] == '/') return p;

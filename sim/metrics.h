@@ -29,7 +29,4 @@ Bottleneck FindBottleneck(const SimInput& input, const SimRawStats& full);
 // The "metrics" object, without pipeline_throughput_samples_per_s (it comes from a separate run).
 nlohmann::json SummarizeMetrics(const SimInput& input, const SimRawStats& full);
 
-// The raw statistics as JSON (vectors included, timeline excluded): for tests and debugging.
-nlohmann::json RawStatsToJson(const SimRawStats& stats);
-
 }  // namespace simreplay::sim

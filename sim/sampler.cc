@@ -7,6 +7,9 @@
 
 namespace simreplay::sim {
 
+// The shuffle's own stream of the scenario seed ("seedc057").
+constexpr uint64_t kShuffleStream = 0x5eedc057ULL;
+
 DistributedSampler::DistributedSampler(const replay::SampleCostTable& costs, int64_t dataset_samples, int ranks,
                                        int batch_size, bool drop_last, bool shuffled, uint64_t seed)
     : costs_(costs), ranks_(ranks), batch_size_(batch_size) {
@@ -19,7 +22,7 @@ DistributedSampler::DistributedSampler(const replay::SampleCostTable& costs, int
   order_.resize(costs.samples.size());
   std::iota(order_.begin(), order_.end(), 0u);
   if (shuffled) {
-    Rng rng(seed ^ 0x5eedc057ULL);
+    Rng rng(Rng::DeriveSeed(seed, kShuffleStream));
     for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.Below(i)]);
   }
 }

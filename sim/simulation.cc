@@ -273,7 +273,8 @@ void Simulation::MainLoop(int r) {
   const int grad_accum = scenario.train.grad_accum;
   const int64_t batches_per_epoch = sampler_.batches_per_epoch();
   const int64_t target_steps = scenario.train.steps, target_epochs = scenario.train.epochs;
-  Rng step_rng(scenario.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(r) + 1);
+  // Each rank's step-time jitter draws from a stream of its own ("step", then the rank).
+  Rng step_rng(Rng::DeriveSeed(Rng::DeriveSeed(scenario.seed, 0x73746570), static_cast<uint64_t>(r)));
   node->AddMemory(in_.model.memory.main_base_bytes +
                   scenario.loader.num_workers * in_.model.memory.worker_base_pss_bytes);
   auto& rs = stats_.ranks[static_cast<size_t>(r)];

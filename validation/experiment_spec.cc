@@ -10,7 +10,7 @@
 #include "common/json_fields.h"
 #include "common/paths.h"
 #include "scenarios/scenario.h"
-#include "common/json_locator.h"
+#include "common/json_reader.h"
 
 namespace simreplay::validation {
 
@@ -50,102 +50,26 @@ nlohmann::json BenchConfigToJson(const BenchConfig& c) {
 
 namespace {
 
-class SpecParser {
+// The spec is read with the project's one typed document reader (common/json_reader.h), plus the
+// bench configuration every case sets.
+class SpecParser : public JsonReader {
  public:
-  SpecParser(const std::string& text, std::string path) : locator_(text), path_(std::move(path)) {}
-
-  Status Error(const std::string& pointer, const std::string& message) const {
-    return Status::InvalidArgument(fmt::format("{}:{}: {}", path_, locator_.Line(pointer), message));
-  }
-
-  Status CheckKeys(const nlohmann::json& object, const std::string& pointer,
-                   const std::set<std::string>& allowed) const {
-    if (!object.is_object())
-      return Error(pointer, fmt::format("'{}' must be an object, found {}", Name(pointer), object.type_name()));
-    for (const auto& [key, value] : object.items()) {
-      if (!allowed.count(key)) {
-        std::string list;
-        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        return Error(pointer + "/" + key, fmt::format("unknown key '{}' (expected one of: {})", key, list));
-      }
-    }
-    return Status::Ok();
-  }
-
-  // Integer in [lo, hi] at object[key] when present.
-  template <typename T>
-  Status Int(const nlohmann::json& object, const std::string& pointer, const char* key, T lo, T hi, T* out) const {
-    if (!object.contains(key)) return Status::Ok();
-    const auto& v = object[key];
-    std::string p = pointer + "/" + key;
-    if (!v.is_number_integer()) return Error(p, fmt::format("'{}' must be an integer, found {}", key, v.dump()));
-    int64_t x = v.get<int64_t>();
-    if (x < static_cast<int64_t>(lo) || x > static_cast<int64_t>(hi)) {
-      return Error(p, fmt::format("'{}' must be in {}..{}, found {}", key, lo, hi, x));
-    }
-    *out = static_cast<T>(x);
-    return Status::Ok();
-  }
-
-  Status Double(const nlohmann::json& object, const std::string& pointer, const char* key, double lo, double hi,
-                double* out) const {
-    if (!object.contains(key)) return Status::Ok();
-    const auto& v = object[key];
-    std::string p = pointer + "/" + key;
-    if (!v.is_number()) return Error(p, fmt::format("'{}' must be a number, found {}", key, v.dump()));
-    double x = v.get<double>();
-    if (!(x >= lo && x <= hi))
-      return Error(p, fmt::format("'{}' must be in [{}, {}], found {}", key, lo, hi, v.dump()));
-    *out = x;
-    return Status::Ok();
-  }
-
-  Status Bool(const nlohmann::json& object, const std::string& pointer, const char* key, bool* out) const {
-    if (!object.contains(key)) return Status::Ok();
-    const auto& v = object[key];
-    if (!v.is_boolean())
-      return Error(pointer + "/" + key, fmt::format("'{}' must be true or false, found {}", key, v.dump()));
-    *out = v.get<bool>();
-    return Status::Ok();
-  }
-
-  Status String(const nlohmann::json& object, const std::string& pointer, const char* key, std::string* out) const {
-    if (!object.contains(key)) return Status::Ok();
-    const auto& v = object[key];
-    if (!v.is_string())
-      return Error(pointer + "/" + key, fmt::format("'{}' must be a string, found {}", key, v.dump()));
-    *out = v.get<std::string>();
-    return Status::Ok();
-  }
+  SpecParser(const std::string& text, std::string path) : JsonReader(std::move(path), text) {}
 
   Status Config(const nlohmann::json& object, const std::string& pointer, BenchConfig* c) const {
     std::set<std::string> allowed(FactorNames().begin(), FactorNames().end());
-    SIMREPLAY_RETURN_IF_ERROR(CheckKeys(object, pointer, allowed));
-    SIMREPLAY_RETURN_IF_ERROR(Int(object, pointer, "num_workers", 0, 256, &c->num_workers));
-    SIMREPLAY_RETURN_IF_ERROR(Int(object, pointer, "batch_size", 1, 65536, &c->batch_size));
-    SIMREPLAY_RETURN_IF_ERROR(Int(object, pointer, "prefetch_factor", 1, 1024, &c->prefetch_factor));
+    SIMREPLAY_RETURN_IF_ERROR(Keys(object, pointer, allowed));
+    SIMREPLAY_RETURN_IF_ERROR(IntAs(object, pointer, "num_workers", &c->num_workers, false, 0, 256));
+    SIMREPLAY_RETURN_IF_ERROR(IntAs(object, pointer, "batch_size", &c->batch_size, false, 1, 65536));
+    SIMREPLAY_RETURN_IF_ERROR(IntAs(object, pointer, "prefetch_factor", &c->prefetch_factor, false, 1, 1024));
     SIMREPLAY_RETURN_IF_ERROR(Bool(object, pointer, "pin_memory", &c->pin_memory));
     SIMREPLAY_RETURN_IF_ERROR(Bool(object, pointer, "persistent_workers", &c->persistent_workers));
-    SIMREPLAY_RETURN_IF_ERROR(String(object, pointer, "format", &c->format));
-    static const std::set<std::string> kFormats = {"files", "tar", "lmdb", "hdf5"};
-    if (!kFormats.count(c->format)) {
-      return Error(pointer + "/format",
-                   fmt::format("'format' must be files, tar, lmdb or hdf5, found \"{}\"", c->format));
-    }
+    SIMREPLAY_RETURN_IF_ERROR(String(object, pointer, "format", &c->format, false, {"files", "tar", "lmdb", "hdf5"}));
     if (c->persistent_workers && c->num_workers == 0) {
       return Error(pointer, "persistent_workers requires num_workers > 0");
     }
     return Status::Ok();
   }
-
-  static std::string Name(const std::string& pointer) {
-    auto slash = pointer.rfind('/');
-    return slash == std::string::npos ? pointer : pointer.substr(slash + 1);
-  }
-
- private:
-  JsonLocator locator_;
-  std::string path_;
 };
 
 }  // namespace
@@ -162,36 +86,36 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   spec.path = path;
   spec.raw = j;
   SIMREPLAY_RETURN_IF_ERROR(
-      p.CheckKeys(j, "",
+      p.Keys(j, "",
                   {"schema", "name", "description", "mode", "dataset", "run", "repetitions", "warmup_runs",
                    "pipeline_only_runs", "base", "cases", "calibration", "bootstrap", "thresholds", "criteria"}));
   if (!j.contains("schema") || j["schema"] != kExperimentSchema) {
     return p.Error("/schema", fmt::format("'schema' must be \"{}\", found {}", kExperimentSchema,
                                           j.contains("schema") ? j["schema"].dump() : "nothing"));
   }
-  SIMREPLAY_RETURN_IF_ERROR(p.String(j, "", "name", &spec.name));
-  SIMREPLAY_RETURN_IF_ERROR(p.String(j, "", "description", &spec.description));
-  SIMREPLAY_RETURN_IF_ERROR(p.String(j, "", "mode", &spec.mode));
+  SIMREPLAY_RETURN_IF_ERROR(p.String(j, "", "name", &spec.name, false));
+  SIMREPLAY_RETURN_IF_ERROR(p.String(j, "", "description", &spec.description, false));
+  SIMREPLAY_RETURN_IF_ERROR(p.String(j, "", "mode", &spec.mode, false));
   if (spec.mode != "ab" && spec.mode != "suite") {
     return p.Error("/mode", fmt::format("'mode' must be \"ab\" or \"suite\", found \"{}\"", spec.mode));
   }
   std::string dataset;
-  SIMREPLAY_RETURN_IF_ERROR(p.String(j, "", "dataset", &dataset));
+  SIMREPLAY_RETURN_IF_ERROR(p.String(j, "", "dataset", &dataset, false));
   if (!dataset.empty()) {
     spec.dataset_dir = ResolveBesideFile(path, dataset);
   }
 
   if (j.contains("run")) {
     const auto& r = j["run"];
-    SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(
+    SIMREPLAY_RETURN_IF_ERROR(p.Keys(
         r, "/run", {"steps", "warmup_steps", "step_time_s", "image_size", "frames", "seed", "timeout_s", "command"}));
-    SIMREPLAY_RETURN_IF_ERROR(p.Int(r, "/run", "steps", 1, 1000000, &spec.run.steps));
-    SIMREPLAY_RETURN_IF_ERROR(p.Int(r, "/run", "warmup_steps", 0, 1000000, &spec.run.warmup_steps));
-    SIMREPLAY_RETURN_IF_ERROR(p.Double(r, "/run", "step_time_s", 0, 3600, &spec.run.step_time_s));
-    SIMREPLAY_RETURN_IF_ERROR(p.Int(r, "/run", "image_size", 8, 4096, &spec.run.image_size));
-    SIMREPLAY_RETURN_IF_ERROR(p.Int(r, "/run", "frames", 1, 1024, &spec.run.frames));
-    SIMREPLAY_RETURN_IF_ERROR(p.Int<int64_t>(r, "/run", "seed", 0, INT64_MAX, &spec.run.seed));
-    SIMREPLAY_RETURN_IF_ERROR(p.Double(r, "/run", "timeout_s", 1, 86400, &spec.run.timeout_s));
+    SIMREPLAY_RETURN_IF_ERROR(p.IntAs(r, "/run", "steps", &spec.run.steps, false, 1, 1000000));
+    SIMREPLAY_RETURN_IF_ERROR(p.IntAs(r, "/run", "warmup_steps", &spec.run.warmup_steps, false, 0, 1000000));
+    SIMREPLAY_RETURN_IF_ERROR(p.Number(r, "/run", "step_time_s", &spec.run.step_time_s, false, 0, 3600));
+    SIMREPLAY_RETURN_IF_ERROR(p.IntAs(r, "/run", "image_size", &spec.run.image_size, false, 8, 4096));
+    SIMREPLAY_RETURN_IF_ERROR(p.IntAs(r, "/run", "frames", &spec.run.frames, false, 1, 1024));
+    SIMREPLAY_RETURN_IF_ERROR(p.IntAs(r, "/run", "seed", &spec.run.seed, false, 0, INT64_MAX));
+    SIMREPLAY_RETURN_IF_ERROR(p.Number(r, "/run", "timeout_s", &spec.run.timeout_s, false, 1, 86400));
     if (r.contains("command") && !r["command"].is_null()) {
       const auto& c = r["command"];
       if (!c.is_array() || c.empty()) return p.Error("/run/command", "'command' must be a non-empty array of strings");
@@ -208,8 +132,8 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
                                                       spec.run.warmup_steps, spec.run.steps));
     }
   }
-  SIMREPLAY_RETURN_IF_ERROR(p.Int(j, "", "repetitions", 1, 1000, &spec.repetitions));
-  SIMREPLAY_RETURN_IF_ERROR(p.Int(j, "", "warmup_runs", 0, 100, &spec.warmup_runs));
+  SIMREPLAY_RETURN_IF_ERROR(p.IntAs(j, "", "repetitions", &spec.repetitions, false, 1, 1000));
+  SIMREPLAY_RETURN_IF_ERROR(p.IntAs(j, "", "warmup_runs", &spec.warmup_runs, false, 0, 100));
   SIMREPLAY_RETURN_IF_ERROR(p.Bool(j, "", "pipeline_only_runs", &spec.pipeline_only_runs));
   if (j.contains("base")) SIMREPLAY_RETURN_IF_ERROR(p.Config(j["base"], "/base", &spec.base));
 
@@ -220,9 +144,9 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   for (size_t i = 0; i < j["cases"].size(); ++i) {
     const auto& c = j["cases"][i];
     std::string ptr = "/cases/" + std::to_string(i);
-    SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(c, ptr, {"name", "set", "note"}));
+    SIMREPLAY_RETURN_IF_ERROR(p.Keys(c, ptr, {"name", "set", "note"}));
     ExperimentCase ec;
-    SIMREPLAY_RETURN_IF_ERROR(p.String(c, ptr, "name", &ec.name));
+    SIMREPLAY_RETURN_IF_ERROR(p.String(c, ptr, "name", &ec.name, false));
     if (ec.name.empty() ||
         ec.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
             std::string::npos) {
@@ -261,18 +185,18 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   }
   if (j.contains("calibration")) {
     const auto& c = j["calibration"];
-    SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(c, "/calibration", {"from", "alternate", "cpu_probe"}));
-    SIMREPLAY_RETURN_IF_ERROR(p.String(c, "/calibration", "from", &spec.calibrate_from));
-    SIMREPLAY_RETURN_IF_ERROR(p.String(c, "/calibration", "alternate", &spec.calibrate_alternate));
+    SIMREPLAY_RETURN_IF_ERROR(p.Keys(c, "/calibration", {"from", "alternate", "cpu_probe"}));
+    SIMREPLAY_RETURN_IF_ERROR(p.String(c, "/calibration", "from", &spec.calibrate_from, false));
+    SIMREPLAY_RETURN_IF_ERROR(p.String(c, "/calibration", "alternate", &spec.calibrate_alternate, false));
     if (c.contains("cpu_probe")) {
       const auto& cp = c["cpu_probe"];
       const std::string ptr = "/calibration/cpu_probe";
       SIMREPLAY_RETURN_IF_ERROR(
-          p.CheckKeys(cp, ptr, {"seconds_per_point", "rounds", "max_total_s", "max_workers", "dataset_args"}));
-      SIMREPLAY_RETURN_IF_ERROR(p.Double(cp, ptr, "seconds_per_point", 0.1, 60, &spec.cpu_probe.seconds_per_point));
-      SIMREPLAY_RETURN_IF_ERROR(p.Int(cp, ptr, "rounds", 1, 20, &spec.cpu_probe.rounds));
-      SIMREPLAY_RETURN_IF_ERROR(p.Double(cp, ptr, "max_total_s", 1, 3600, &spec.cpu_probe.max_total_s));
-      SIMREPLAY_RETURN_IF_ERROR(p.Int(cp, ptr, "max_workers", 0, 256, &spec.cpu_probe.max_workers));
+          p.Keys(cp, ptr, {"seconds_per_point", "rounds", "max_total_s", "max_workers", "dataset_args"}));
+      SIMREPLAY_RETURN_IF_ERROR(p.Number(cp, ptr, "seconds_per_point", &spec.cpu_probe.seconds_per_point, false, 0.1, 60));
+      SIMREPLAY_RETURN_IF_ERROR(p.IntAs(cp, ptr, "rounds", &spec.cpu_probe.rounds, false, 1, 20));
+      SIMREPLAY_RETURN_IF_ERROR(p.Number(cp, ptr, "max_total_s", &spec.cpu_probe.max_total_s, false, 1, 3600));
+      SIMREPLAY_RETURN_IF_ERROR(p.IntAs(cp, ptr, "max_workers", &spec.cpu_probe.max_workers, false, 0, 256));
       if (cp.contains("dataset_args")) {
         const auto& a = cp["dataset_args"];
         if (!a.is_array() || a.empty()) {
@@ -313,35 +237,33 @@ Result<ExperimentSpec> ParseExperimentSpec(const std::string& text, const std::s
   }
   if (j.contains("bootstrap")) {
     const auto& b = j["bootstrap"];
-    SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(b, "/bootstrap", {"resamples", "seed", "confidence"}));
-    SIMREPLAY_RETURN_IF_ERROR(p.Int(b, "/bootstrap", "resamples", 100, 1000000, &spec.bootstrap.resamples));
+    SIMREPLAY_RETURN_IF_ERROR(p.Keys(b, "/bootstrap", {"resamples", "seed", "confidence"}));
+    SIMREPLAY_RETURN_IF_ERROR(p.IntAs(b, "/bootstrap", "resamples", &spec.bootstrap.resamples, false, 100, 1000000));
     int64_t seed = static_cast<int64_t>(spec.bootstrap.seed);
-    SIMREPLAY_RETURN_IF_ERROR(p.Int<int64_t>(b, "/bootstrap", "seed", 0, INT64_MAX, &seed));
+    SIMREPLAY_RETURN_IF_ERROR(p.IntAs(b, "/bootstrap", "seed", &seed, false, 0, INT64_MAX));
     spec.bootstrap.seed = static_cast<uint64_t>(seed);
-    SIMREPLAY_RETURN_IF_ERROR(p.Double(b, "/bootstrap", "confidence", 0.5, 0.999, &spec.bootstrap.confidence));
+    SIMREPLAY_RETURN_IF_ERROR(p.Number(b, "/bootstrap", "confidence", &spec.bootstrap.confidence, false, 0.5, 0.999));
   }
   if (j.contains("thresholds")) {
     const auto& t = j["thresholds"];
-    SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(t, "/thresholds",
+    SIMREPLAY_RETURN_IF_ERROR(p.Keys(t, "/thresholds",
                                           {"median_train_throughput_error_pct", "max_gpu_idle_error_pp",
                                            "max_case_train_throughput_error_pct", "beat_persistence_by_pp"}));
     spec.thresholds.enabled = true;
-    SIMREPLAY_RETURN_IF_ERROR(p.Double(t, "/thresholds", "median_train_throughput_error_pct", 0, 1000,
-                                       &spec.thresholds.median_train_throughput_error_pct));
+    SIMREPLAY_RETURN_IF_ERROR(p.Number(t, "/thresholds", "median_train_throughput_error_pct", &spec.thresholds.median_train_throughput_error_pct, false, 0, 1000));
     SIMREPLAY_RETURN_IF_ERROR(
-        p.Double(t, "/thresholds", "max_gpu_idle_error_pp", 0, 100, &spec.thresholds.max_gpu_idle_error_pp));
-    SIMREPLAY_RETURN_IF_ERROR(p.Double(t, "/thresholds", "max_case_train_throughput_error_pct", 0, 1000,
-                                       &spec.thresholds.max_case_train_throughput_error_pct));
+        p.Number(t, "/thresholds", "max_gpu_idle_error_pp", &spec.thresholds.max_gpu_idle_error_pp, false, 0, 100));
+    SIMREPLAY_RETURN_IF_ERROR(p.Number(t, "/thresholds", "max_case_train_throughput_error_pct", &spec.thresholds.max_case_train_throughput_error_pct, false, 0, 1000));
     SIMREPLAY_RETURN_IF_ERROR(
-        p.Double(t, "/thresholds", "beat_persistence_by_pp", 0, 1000, &spec.thresholds.beat_persistence_by_pp));
+        p.Number(t, "/thresholds", "beat_persistence_by_pp", &spec.thresholds.beat_persistence_by_pp, false, 0, 1000));
   }
   if (j.contains("criteria")) {
     const auto& c = j["criteria"];
-    SIMREPLAY_RETURN_IF_ERROR(p.CheckKeys(c, "/criteria", {"memory_headroom_bytes", "rollback_gpu_idle_margin_pp"}));
+    SIMREPLAY_RETURN_IF_ERROR(p.Keys(c, "/criteria", {"memory_headroom_bytes", "rollback_gpu_idle_margin_pp"}));
     SIMREPLAY_RETURN_IF_ERROR(
-        p.Double(c, "/criteria", "memory_headroom_bytes", 0, 1e15, &spec.criteria.memory_headroom_bytes));
+        p.Number(c, "/criteria", "memory_headroom_bytes", &spec.criteria.memory_headroom_bytes, false, 0, 1e15));
     SIMREPLAY_RETURN_IF_ERROR(
-        p.Double(c, "/criteria", "rollback_gpu_idle_margin_pp", 0, 100, &spec.criteria.rollback_gpu_idle_margin_pp));
+        p.Number(c, "/criteria", "rollback_gpu_idle_margin_pp", &spec.criteria.rollback_gpu_idle_margin_pp, false, 0, 100));
   }
   return spec;
 }

@@ -261,10 +261,12 @@ Result<std::vector<RunRecord>> ExecuteRuns(const ValidateOptions& options) {
     for (rec.attempts = 1;; ++rec.attempts) {
       rec.started_utc = UtcNow();
       rec.loadavg_before = LoadAverage1();
+      rec.cpu_mhz_before = MeanCpuMhz();
       const CpuTimes before = ReadCpuTimes();
       auto outcome = RunChild(rec.command, env.capture_path, out_dir + "/" + rec.log, spec.run.timeout_s);
       rec.steal_fraction = StealFraction(before, ReadCpuTimes());
       rec.loadavg_after = LoadAverage1();
+      rec.cpu_mhz_after = MeanCpuMhz();
       if (!outcome.ok()) return outcome.status();
       rec.exit_code = outcome->exit_code;
       rec.timed_out = outcome->timed_out;

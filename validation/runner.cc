@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -128,6 +130,8 @@ nlohmann::json RunRecord::ToJson() const {
           {"loadavg_before", loadavg_before},
           {"loadavg_after", loadavg_after},
           {"steal_fraction", steal_fraction},
+          {"cpu_mhz_before", cpu_mhz_before},
+          {"cpu_mhz_after", cpu_mhz_after},
           {"attempts", attempts},
           {"over_noise_bound", over_noise_bound},
           {"started_utc", started_utc}};
@@ -152,6 +156,8 @@ Result<RunRecord> RunRecordFromJson(const nlohmann::json& j, const std::string& 
     r.loadavg_before = j.value("loadavg_before", -1.0);
     r.loadavg_after = j.value("loadavg_after", -1.0);
     r.steal_fraction = j.value("steal_fraction", -1.0);
+    r.cpu_mhz_before = j.value("cpu_mhz_before", -1.0);
+    r.cpu_mhz_after = j.value("cpu_mhz_after", -1.0);
     r.attempts = j.value("attempts", 1);
     r.over_noise_bound = j.value("over_noise_bound", false);
     r.started_utc = j.value("started_utc", "");
@@ -241,6 +247,25 @@ double LoadAverage1() {
   double load = -1;
   if (!(in >> load)) return -1;
   return load;
+}
+
+double MeanCpuMhz() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  double sum = 0;
+  int cpus = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("cpu MHz", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    char* end = nullptr;
+    const double mhz = std::strtod(line.c_str() + colon + 1, &end);
+    if (end != line.c_str() + colon + 1 && std::isfinite(mhz) && mhz > 0) {
+      sum += mhz;
+      ++cpus;
+    }
+  }
+  return cpus > 0 ? sum / cpus : -1;
 }
 
 CpuTimes ReadCpuTimes() {

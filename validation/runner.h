@@ -52,6 +52,9 @@ struct RunRecord {
   double loadavg_before = -1, loadavg_after = -1;  // 1-minute load average around the run
   // Share of the host's CPU time the hypervisor stole over the run window (/proc/stat; -1: unknown).
   double steal_fraction = -1;
+  // Mean "cpu MHz" over the host's CPUs (/proc/cpuinfo) before and after the run (-1: unknown): a
+  // clock that moved between runs (frequency scaling, a migrated VM) is recorded, not assumed away.
+  double cpu_mhz_before = -1, cpu_mhz_after = -1;
   int attempts = 1;            // runs made for this record: a run over the noise bound is repeated once
   bool over_noise_bound = false;  // still over after the repeat: recorded, not scored
   std::string started_utc;
@@ -76,6 +79,10 @@ Result<ChildOutcome> RunChild(const std::vector<std::string>& argv, const std::s
 
 // 1-minute load average from /proc/loadavg (-1 when unreadable).
 double LoadAverage1();
+
+// Mean current clock of the host's CPUs in MHz from /proc/cpuinfo's "cpu MHz" lines (-1 when
+// unreadable; a VM often reports its nominal clock).
+double MeanCpuMhz();
 
 // The host's aggregate CPU times from /proc/stat's "cpu" line, in clock ticks (ok = false when
 // unreadable), and the share of the time between two readings the hypervisor stole (-1: unknown, or

@@ -31,6 +31,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from . import procfs
+
 _perf = time.perf_counter_ns
 
 # Collective functions of torch.distributed that are wrapped (those present in the running torch).
@@ -147,11 +149,9 @@ def _ipv4_of(ifname: str) -> Optional[str]:
 
 
 def _read(path: str) -> Optional[str]:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
+    """A /proc or /sys file's text, stripped (procfs is the one reader)."""
+    text = procfs.read_text(path)
+    return None if text is None else text.strip()
 
 
 def tc_rate_bits_per_s(ifname: str) -> Optional[int]:

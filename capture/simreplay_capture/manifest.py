@@ -14,11 +14,9 @@ __version__ = "0.1.0"
 
 
 def _read(path: str) -> Optional[str]:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
+    """A /proc or /sys file's text, stripped (procfs is the one reader)."""
+    text = procfs.read_text(path)
+    return None if text is None else text.strip()
 
 
 def git_commit(cwd: str) -> Dict[str, Any]:

@@ -13,6 +13,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import procfs
+
 PKG_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -155,22 +157,6 @@ class Phase:
 
 def group_members(pgid: Optional[int]) -> List[Tuple[int, str, int]]:
     """(pid, state, ppid) of every process whose process group is `pgid`."""
-    out: List[Tuple[int, str, int]] = []
     if pgid is None:
-        return out
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return out
-    for n in names:
-        if not n.isdigit():
-            continue
-        try:
-            with open(f"/proc/{n}/stat") as f:
-                st = f.read()
-        except OSError:
-            continue
-        fields = st[st.rfind(")") + 2:].split()
-        if int(fields[2]) == pgid:
-            out.append((int(n), fields[0], int(fields[1])))
-    return out
+        return []
+    return [(pid, f[0], int(f[1])) for pid, f in procfs.processes() if int(f[2]) == pgid]

@@ -6,18 +6,7 @@ import threading
 from typing import Any, Dict, List, Optional
 
 from . import procfs
-
-
-def vm_hwm_bytes(pid: int = 0) -> Optional[int]:
-    """The kernel's RSS high-water mark of a process (VmHWM in /proc/PID/status)."""
-    try:
-        with open(f"/proc/{pid or os.getpid()}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+from .procfs import children, vm_hwm_bytes  # re-exported: the preflight reads /proc through procfs
 
 
 def reset_host_peak() -> bool:
@@ -90,25 +79,6 @@ def device_memory(cuda_device: Any) -> Dict[str, Any]:
         out["runtime_overhead_source"] = ("cudaMemGetInfo used (total - free, the whole device: other processes "
                                           "included) - allocator reserved; nvidia-smi " +
                                           ("absent" if smi is None else "did not list this process"))
-    return out
-
-
-def children(pid: int) -> List[int]:
-    out = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return out
-    for n in names:
-        if not n.isdigit():
-            continue
-        try:
-            with open(f"/proc/{n}/stat") as f:
-                st = f.read()
-        except OSError:
-            continue
-        if int(st[st.rfind(")") + 2:].split()[1]) == pid:
-            out.append(int(n))
     return out
 
 

@@ -75,22 +75,7 @@ class _TimedCollate:
 
 def _children_cpu_ns(pid: int) -> int:
     """CPU (utime+stime) of the live direct children of pid (the DataLoader workers)."""
-    return procfs.tree_cpu_ns(pid) - _proc_cpu_ns(pid)
-
-
-def _proc_cpu_ns(pid: int) -> int:
-    st = procfs._read(f"/proc/{pid}/stat")  # same parser as the recorder
-    if not st:
-        return 0
-    f = st[st.rfind(")") + 2:].split()
-    return (int(f[11]) + int(f[12])) * procfs._TICK_NS
-
-
-def _loadavg() -> float:
-    try:
-        return float(open("/proc/loadavg").read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return -1.0
+    return procfs.tree_cpu_ns(pid) - procfs.process_cpu_ns(pid)
 
 
 def _timed_sleep_overrun_s(sleep_s: float) -> float:
@@ -129,7 +114,7 @@ def _measure_point(items: _TimedItems, collate: _TimedCollate, k: int, batch_siz
     while batches < 2 * k or time.perf_counter() - t_start < warmup_s:
         next(it)
         batches += 1
-    load0 = _loadavg()
+    load0 = procfs.loadavg_1m()
     t0 = time.perf_counter()
     main0 = time.process_time_ns()
     work0 = _children_cpu_ns(pid)
@@ -153,7 +138,7 @@ def _measure_point(items: _TimedItems, collate: _TimedCollate, k: int, batch_siz
     main1 = time.process_time_ns()
     work1 = _children_cpu_ns(pid)
     host1 = procfs.host_sample()[2]
-    load1 = _loadavg()
+    load1 = procfs.loadavg_1m()
     del it  # shuts the workers down
     wall = t1 - t0
     n = max(1, len(walls))
@@ -241,13 +226,7 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
 
 
 def _cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
+    return procfs.cpu_model() or platform.processor()
 
 
 def _load_factory(spec: str, args_json: str) -> Any:

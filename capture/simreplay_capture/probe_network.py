@@ -215,11 +215,8 @@ def host_busy_s() -> float:
 def host_key() -> str:
     """The physical host (its kernel's boot id): ranks in separate network namespaces of one host
     share its cores, which is what the CPU cost per rank needs to know."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return socket.gethostname()
+    from .procfs import read_text
+    return (read_text("/proc/sys/kernel/random/boot_id") or "").strip() or socket.gethostname()
 
 
 def measure(args: argparse.Namespace, dist: Any, torch: Any, device: Any, backend: str,

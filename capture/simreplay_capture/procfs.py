@@ -1,14 +1,16 @@
-"""Resource readings from /proc (Linux). Every function returns None/0 when the file is unreadable."""
+"""Readings from /proc and /sys (Linux): the capture package's one reader of them. Every function returns
+None/0/-1 when the file is unreadable (another OS, a process that is gone)."""
 from __future__ import annotations
 
 import os
-from typing import Dict, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _TICK_NS = 10**9 // (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 
 
-def _read(path: str) -> Optional[str]:
+def read_text(path: str) -> Optional[str]:
+    """The whole text of a /proc or /sys file, None when unreadable."""
     try:
         with open(path, "r") as f:
             return f.read()
@@ -16,27 +18,93 @@ def _read(path: str) -> Optional[str]:
         return None
 
 
+def process_stat(pid: int) -> Optional[List[str]]:
+    """/proc/PID/stat's fields after the command name: [0] is the state (field 3), [1] the parent pid,
+    [2] the process group, [11]/[12] utime/stime in ticks. None when the process is gone."""
+    st = read_text(f"/proc/{pid}/stat")
+    return st[st.rfind(")") + 2:].split() if st else None
+
+
+def process_cpu_ns(pid: int) -> int:
+    """Cumulative CPU (utime+stime) of one process, 0 when it is gone."""
+    f = process_stat(pid)
+    return (int(f[11]) + int(f[12])) * _TICK_NS if f else 0
+
+
+def is_gone(pid: int) -> bool:
+    """The process no longer exists or is a zombie (dead, not yet reaped)."""
+    f = process_stat(pid)
+    return f is None or f[0] in ("Z", "X")
+
+
+def processes() -> Iterator[Tuple[int, List[str]]]:
+    """(pid, process_stat fields) of every live process."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return
+    for n in names:
+        if n.isdigit():
+            f = process_stat(int(n))
+            if f is not None:
+                yield int(n), f
+
+
+def children(pid: int) -> List[int]:
+    """The live direct children of pid (e.g. DataLoader workers)."""
+    return [p for p, f in processes() if int(f[1]) == pid]
+
+
+def vm_hwm_bytes(pid: int = 0) -> Optional[int]:
+    """The kernel's RSS high-water mark of a process (VmHWM in /proc/PID/status)."""
+    for line in (read_text(f"/proc/{pid or os.getpid()}/status") or "").splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def loadavg_1m() -> float:
+    """The 1-minute load average, -1 when unreadable."""
+    try:
+        return float((read_text("/proc/loadavg") or "-1").split()[0])
+    except (ValueError, IndexError):
+        return -1.0
+
+
+def cpu_model() -> Optional[str]:
+    """The first "model name" of /proc/cpuinfo."""
+    for line in (read_text("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def mean_cpu_mhz() -> float:
+    """The mean current clock of the cores (MHz, /proc/cpuinfo), 0 when the kernel does not report it."""
+    mhz = [float(l.split(":")[1]) for l in (read_text("/proc/cpuinfo") or "").splitlines()
+           if l.startswith("cpu MHz")]
+    return sum(mhz) / len(mhz) if mhz else 0.0
+
+
 def proc_sample(pid: int, with_pss: bool = True) -> Optional[Dict[str, int]]:
     """rss (statm), pss (smaps_rollup, only when with_pss: it costs ~1-5 ms per call on a torch
     process and takes the target's mmap lock), cumulative cpu (utime+stime), io read_bytes."""
-    stat = _read(f"/proc/{pid}/stat")
-    if stat is None:
+    fields = process_stat(pid)
+    if fields is None:
         return None
-    fields = stat[stat.rfind(")") + 2:].split()
-    # fields[0] is field 3 (state); utime/stime are fields 14/15 -> indices 11/12
     cpu_ns = (int(fields[11]) + int(fields[12])) * _TICK_NS
     rss = pss = -1
-    st = _read(f"/proc/{pid}/statm")
+    st = read_text(f"/proc/{pid}/statm")
     if st:
         rss = int(st.split()[1]) * _PAGE
-    rollup = _read(f"/proc/{pid}/smaps_rollup") if with_pss else None
+    rollup = read_text(f"/proc/{pid}/smaps_rollup") if with_pss else None
     if rollup:
         for line in rollup.splitlines():
             if line.startswith("Pss:"):
                 pss = int(line.split()[1]) * 1024
                 break
     io_read = 0
-    io = _read(f"/proc/{pid}/io")
+    io = read_text(f"/proc/{pid}/io")
     if io:
         for line in io.splitlines():
             if line.startswith("read_bytes:"):
@@ -46,7 +114,7 @@ def proc_sample(pid: int, with_pss: bool = True) -> Optional[Dict[str, int]]:
 
 def meminfo() -> Dict[str, int]:
     out: Dict[str, int] = {}
-    text = _read("/proc/meminfo") or ""
+    text = read_text("/proc/meminfo") or ""
     for line in text.splitlines():
         parts = line.split()
         if len(parts) >= 2:
@@ -60,7 +128,7 @@ def host_sample() -> Tuple[int, int, int]:
     total = mi.get("MemTotal", 0)
     used = max(0, total - mi.get("MemAvailable", mi.get("MemFree", 0)))
     busy = 0
-    text = _read("/proc/stat") or ""
+    text = read_text("/proc/stat") or ""
     for line in text.splitlines():
         if line.startswith("cpu "):
             v = [int(x) for x in line.split()[1:]]
@@ -75,7 +143,7 @@ def noise_sample() -> Dict[str, float]:
     /proc/stat), the 1-minute load average and the mean core frequency (MHz, /proc/cpuinfo; 0 when the
     kernel does not report it). Two samples make a window (noise_window)."""
     out = {"busy_ns": 0.0, "steal_ns": 0.0, "total_ns": 0.0, "loadavg_1m": -1.0, "mhz": 0.0}
-    for line in (_read("/proc/stat") or "").splitlines():
+    for line in (read_text("/proc/stat") or "").splitlines():
         if line.startswith("cpu "):
             v = [int(x) for x in line.split()[1:]]
             idle = v[3] + (v[4] if len(v) > 4 else 0)
@@ -83,12 +151,8 @@ def noise_sample() -> Dict[str, float]:
             out["busy_ns"] = float((sum(v[:8]) - idle) * _TICK_NS)
             out["steal_ns"] = float((v[7] if len(v) > 7 else 0) * _TICK_NS)
             break
-    try:
-        out["loadavg_1m"] = float((_read("/proc/loadavg") or "-1").split()[0])
-    except ValueError:
-        pass
-    mhz = [float(l.split(":")[1]) for l in (_read("/proc/cpuinfo") or "").splitlines() if l.startswith("cpu MHz")]
-    out["mhz"] = sum(mhz) / len(mhz) if mhz else 0.0
+    out["loadavg_1m"] = loadavg_1m()
+    out["mhz"] = mean_cpu_mhz()
     return out
 
 
@@ -104,18 +168,4 @@ def noise_window(before: Dict[str, float], after: Dict[str, float]) -> Dict[str,
 
 def tree_cpu_ns(pid: int) -> int:
     """Cumulative CPU (utime+stime) of `pid` and its live direct children (e.g. DataLoader workers)."""
-    total = 0
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return 0
-    for n in names:
-        if not n.isdigit():
-            continue
-        st = _read(f"/proc/{n}/stat")
-        if not st:
-            continue
-        f = st[st.rfind(")") + 2:].split()
-        if int(n) == pid or int(f[1]) == pid:
-            total += (int(f[11]) + int(f[12])) * _TICK_NS
-    return total
+    return sum((int(f[11]) + int(f[12])) * _TICK_NS for p, f in processes() if p == pid or int(f[1]) == pid)

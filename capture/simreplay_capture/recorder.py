@@ -596,8 +596,7 @@ class CapturedLoader:
             if code is None:
                 # not reaped yet: a registered worker that is gone or a zombie died all the same
                 pid = getattr(proc, "pid", None)
-                st = procfs._read(f"/proc/{pid}/stat") if pid else ""
-                if st is None or (st and st[st.rfind(")") + 2:].split()[0] in ("Z", "X")):
+                if pid and procfs.is_gone(pid):
                     code = -9999
             if code is None or code == 0:
                 continue
@@ -628,8 +627,7 @@ class CapturedLoader:
             # dying process is still tearing down (not yet a zombie), so look again for up to 1 s.
             for _ in range(50):
                 for w, p in sorted(rec._workers.items()):
-                    st = procfs._read(f"/proc/{p}/stat")
-                    if st is None or st[st.rfind(")") + 2:].split()[0] in ("Z", "X"):
+                    if procfs.is_gone(p):
                         wid, pid = w, p
                         break
                 if pid:

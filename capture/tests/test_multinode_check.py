@@ -84,3 +84,32 @@ def test_the_gates_cover_the_namespaces_the_host_holds():
     assert multinode.testbed_holds(spec, {"nodes": 4}, 2)
     assert not multinode.testbed_holds(spec, {"nodes": 5}, 2)
     assert multinode.testbed_holds(spec, {"nodes": 6}, 4)
+
+
+def test_bootstrap_and_gates_come_from_the_simreplay_binary():
+    """multinode.py judges with `simreplay stats` (validation/statistics and validation/gate), the code
+    `simreplay validate` uses: medians, seeded intervals that repeat exactly, and failing gates."""
+    binary = os.environ.get("SIMREPLAY_BINARY")
+    assert binary and os.path.exists(binary), "ctest sets SIMREPLAY_BINARY to the built simreplay"
+    request = {"bootstrap": {"resamples": 500, "seed": 7, "confidence": 0.95},
+               "intervals": {"thr": [100.0, 110.0, 90.0, 105.0], "one": [3.0]},
+               "limits": [{"name": "median", "statistic": "median", "errors": [-4.0, 2.0, 12.0], "limit": 10},
+                          {"name": "worst", "statistic": "max", "errors": [-4.0, 2.0, 12.0], "limit": 10},
+                          {"name": "empty", "statistic": "max", "errors": [], "limit": 10}]}
+    a = multinode.stats(binary, request)
+    assert a == multinode.stats(binary, request)
+    assert a["intervals"]["thr"]["median"] == 102.5
+    lo, hi = a["intervals"]["thr"]["ci"]
+    assert 90.0 <= lo <= 102.5 <= hi <= 110.0
+    assert a["intervals"]["one"]["ci"] == [3.0, 3.0]
+    median, worst, empty = a["limits"]
+    assert (median["value"], median["pass"]) == (4.0, True)
+    assert (worst["value"], worst["pass"]) == (12.0, False)
+    assert (empty["value"], empty["pass"], empty["n"]) == (None, False, 0)
+    assert a["pass"] is False
+    try:
+        multinode.stats(binary, {"intervals": {"x": [1.0, float("nan")]}})
+    except RuntimeError as e:
+        assert "finite" in str(e) or "NaN" in str(e)
+    else:
+        raise AssertionError("a NaN measurement must be refused")

@@ -13,6 +13,7 @@
 #include "sim/isolated_run.h"
 #include "sim/metrics.h"
 #include "sim/simulation.h"
+#include "tests/sim/raw_stats_view.h"
 
 namespace simreplay::sim {
 namespace {

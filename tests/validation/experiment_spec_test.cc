@@ -76,7 +76,7 @@ TEST(ExperimentSpec, CpuProbeIsOptInWithBoundedSettings) {
   bad.replace(bad.find("\"rounds\": 3"), std::string("\"rounds\": 3").size(), "\"rounds\": 0");
   auto rejected = ParseExperimentSpec(bad, "s.json");
   ASSERT_FALSE(rejected.ok());
-  EXPECT_NE(rejected.status().message().find("s.json:11: 'rounds' must be in 1..20"), std::string::npos)
+  EXPECT_NE(rejected.status().message().find("s.json:11: 'calibration.cpu_probe.rounds' must be a number in [1, 20], found 0"), std::string::npos)
       << rejected.status().message();
   // The probe replays the bench dataset: not with a custom run command.
   std::string custom = text;
@@ -145,12 +145,12 @@ TEST(ExperimentSpec, BadValuesSayWhatWasExpected) {
   ExpectError(
       "{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\", \"set\": {\"format\": \"zip\"}}, "
       "{\"name\": \"b\"}]}",
-      "'format' must be files, tar, lmdb or hdf5, found \"zip\"");
+      "'cases.0.set.format' must be one of files, hdf5, lmdb, tar, found \"zip\"");
   ExpectError(
       "{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\", \"set\": {\"num_workers\": -1}}]}",
-      "'num_workers' must be in 0..256, found -1");
+      "'cases.0.set.num_workers' must be a number in [0, 256], found -1");
   ExpectError("{\"schema\": \"simreplay.experiment/1\", \"cases\": [{\"name\": \"a\", \"set\": {\"pin_memory\": 1}}]}",
-              "'pin_memory' must be true or false, found 1");
+              "'cases.0.set.pin_memory' must be true or false, found 1");
   ExpectError(
       "{\"schema\": \"simreplay.experiment/1\", \"run\": {\"steps\": 10, \"warmup_steps\": 10}, \"cases\": [{\"name\": "
       "\"a\"}]}",

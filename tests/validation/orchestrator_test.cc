@@ -73,6 +73,13 @@ TEST(Orchestrator, WarmupRunsAreDiscardedAndEveryCaseIsPredictedFromTheOther) {
   EXPECT_EQ((*runs)[0].plan.id, "A.warmup0");
   EXPECT_TRUE((*runs)[0].plan.discarded);
   EXPECT_EQ((*runs)[2].plan.id, "A.train.r0");
+  // The noise each run was measured under is recorded, the CPU clock among it where the host reports one.
+  const bool clock_known = MeanCpuMhz() > 0;
+  for (const RunRecord& run : *runs) {
+    EXPECT_EQ(run.cpu_mhz_before > 0, clock_known) << run.plan.id;
+    EXPECT_EQ(run.cpu_mhz_after > 0, clock_known) << run.plan.id;
+  }
+  EXPECT_EQ(doc["noise"]["cpu_mhz_max"].get<double>() > 0, clock_known);
   // Measured: the fake's repetitions of A are 200 x {1.0, 1.1, 0.9} = 200, 220, 180 (median 200); the
   // warm-up runs measured 1.0 and must not enter.
   const auto& a = CaseResult(doc, "A")["metrics"]["train_throughput_samples_per_s"]["measured"];

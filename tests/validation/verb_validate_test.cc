@@ -24,7 +24,7 @@ TEST(VerbValidate, BadSpecIsExit3WithFileAndLine) {
          "  \"cases\": [{\"name\": \"A\"},\n             {\"name\": \"B\", \"set\": {\"batch_size\": 0}}]\n}\n";
   auto r = RunCli("validate " + (dir / "spec.json").string() + " --out " + (dir / "out").string());
   EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_NE(r.output.find("spec.json:5: 'batch_size' must be in 1..65536, found 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("spec.json:5: 'cases.1.set.batch_size' must be a number in [1, 65536], found 0"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "out" / "runs.json"));
 }
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -181,12 +180,14 @@ def run_case(spec: Dict[str, Any], case: Dict[str, Any], out: str, data: str) ->
     return res
 
 
-def bootstrap_median(xs: List[float], resamples: int, seed: int, conf: float) -> List[float]:
-    rng = random.Random(seed)
-    meds = sorted(statistics.median(rng.choice(xs) for _ in xs) for _ in range(resamples))
-    lo = meds[int((1 - conf) / 2 * (resamples - 1))]
-    hi = meds[int((1 + conf) / 2 * (resamples - 1))]
-    return [lo, hi]
+def stats(binary: str, request: Dict[str, Any]) -> Dict[str, Any]:
+    """Bootstrap intervals and gates from `simreplay stats`: the same code `simreplay validate` judges
+    with (validation/statistics, validation/gate), not a second implementation here."""
+    p = subprocess.run([binary, "stats", "-"], input=json.dumps(dict(request, schema="simreplay.stats-request/1")),
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"simreplay stats failed (exit {p.returncode}): {p.stderr.strip()}")
+    return json.loads(p.stdout)
 
 
 def measured_metrics(summary: Dict[str, Any]) -> Dict[str, float]:
@@ -427,8 +428,9 @@ def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: 
             measured[c["name"]] = {"runs": 0}
             continue
         per = [measured_metrics(s) for s in sums]
-        med = {k: statistics.median(p[k] for p in per) for k in per[0]}
-        ci = {k: bootstrap_median([p[k] for p in per], bs["resamples"], bs["seed"], bs["confidence"]) for k in per[0]}
+        answer = stats(binary, {"bootstrap": bs, "intervals": {k: [p[k] for p in per] for k in per[0]}})["intervals"]
+        med = {k: answer[k]["median"] for k in per[0]}
+        ci = {k: answer[k]["ci"] for k in per[0]}
         thr = [p["train_throughput_samples_per_s"] for p in per]
         best = sorted(zip(thr, ok), key=lambda x: x[0])[len(ok) // 2][1]  # median-throughput run
         measured[c["name"]] = {"runs": len(ok), "median": med, "ci95": ci, "values": per,
@@ -479,12 +481,15 @@ def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: 
     step_err = [abs(e["error"]["step_time_s"]) for e in gated if isinstance(e.get("error"), dict)]
     th = spec["thresholds"]
     failed = [e["case"] for e in results if not isinstance(e.get("error"), dict)]
-    median_thr = statistics.median(thr_err) if thr_err else None
-    max_thr = max(thr_err) if thr_err else None
-    max_step = max(step_err) if step_err else None
-    passed = (not failed and median_thr is not None and median_thr <= th["median_train_throughput_error_pct"]
-              and max_thr <= th["max_case_train_throughput_error_pct"]
-              and max_step <= th["max_step_time_error_pct"] and correctness["pass"])
+    gates = stats(binary, {"limits": [
+        {"name": "median_abs_train_throughput_error_pct", "statistic": "median", "errors": thr_err,
+         "limit": th["median_train_throughput_error_pct"]},
+        {"name": "max_abs_train_throughput_error_pct", "statistic": "max", "errors": thr_err,
+         "limit": th["max_case_train_throughput_error_pct"]},
+        {"name": "max_abs_step_time_error_pct", "statistic": "max", "errors": step_err,
+         "limit": th["max_step_time_error_pct"]}]})
+    median_thr, max_thr, max_step = (g["value"] for g in gates["limits"])
+    passed = not failed and gates["pass"] and correctness["pass"]
     nominal_thr = [abs(e["nominal"]["error"]["train_throughput_samples_per_s"]) for e in results if "nominal" in e]
     fresh = {c["name"] for c in spec["cases"] if c.get("fresh")}
     fresh_thr = [abs(e["error"]["train_throughput_samples_per_s"]) for e in results

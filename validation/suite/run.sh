@@ -3,9 +3,10 @@
 # rebuilt when made with other parameters), runs `simreplay validate` on the development cases
 # (validation/suite/suite.json), then on the frozen held-out sets (validation/suite/heldout.json,
 # heldout-video.json), each on a dataset of its own, and exits with the worst code: 0 pass, 4 when a
-# check of the development set fails (median or per-case error limits, GPU idle, the persistence
-# baseline, correctness, or completeness: a failed run or a case without prediction or measurement),
-# 1-3 on errors of any set. The held-out sets' checks are reported, not gated (see below).
+# check fails (median or per-case error limits, GPU idle, correctness, or completeness: a failed run or
+# a case without prediction or measurement; on the development set also the persistence baseline),
+# 1-3 on errors of any set. On the held-out sets the persistence comparison is reported, not gated
+# (see below).
 #
 # usage: validation/suite/run.sh [OUT_DIR]      (default build/validation-suite)
 # env:   SIMREPLAY_BIN (build/simreplay), SIMREPLAY_VALIDATION_DATA (build/validation-data; the held-out
@@ -59,21 +60,40 @@ with open(history, "a") as f:
 PY
 }
 
+# Exit 0 when DIR's validation.json passes every check but the persistence comparison (the error
+# limits, correctness and completeness), else 4; the held-out sets gate on this (docs/validation.md).
+errors_only_verdict() {
+  /usr/bin/python3 - "$1/validation.json" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+t = v["thresholds"]
+ok = (not t["enabled"] or t["error_limits_pass"]) and v["correctness"]["pass"] and v["completeness"]["pass"]
+p = t["beats_persistence"]
+print("validation suite: persistence comparison (reported, not gated on held-out sets): model %s%% vs "
+      "baseline %s%%, margin %s pp: %s" % (p["model_median_abs_error_pct"], p["baseline_median_abs_error_pct"],
+                                          p["margin_pp"], "pass" if p["pass"] else "FAIL"))
+sys.exit(0 if ok else 4)
+PY
+}
+
 # Runs one spec on one dataset into OUT/NAME (the development set into OUT itself) and folds its
 # exit code into rc: an error (1-3) wins over a failed check (4), which wins over a pass. A set run
-# with GATE=0 is reported only: its failed checks (4) leave rc alone, its errors still count.
+# with GATE=errors gates on every check but the persistence comparison, which it reports.
 rc=0
 run_set() {
-  local name=$1 spec=$2 dataset=$3 dir=$4 gate=${5:-1} t0
+  local name=$1 spec=$2 dataset=$3 dir=$4 gate=${5:-all} t0
   t0=$(date +%s)
   rm -rf "$dir"
   set +e
   "$bin" validate "$spec" --out "$dir" --data "$dataset" ${reps:+--reps "$reps"}
   local set_rc=$?
+  if [ "$gate" = errors ] && [ "$set_rc" -eq 4 ]; then
+    errors_only_verdict "$dir"
+    set_rc=$?
+  fi
   set -e
-  echo "validation suite ($name): exit $set_rc in $(( $(date +%s) - t0 ))s$([ "$gate" = 1 ] || echo ' (reported, not gated)'); report $dir/report.md"
+  echo "validation suite ($name): exit $set_rc in $(( $(date +%s) - t0 ))s$([ "$gate" = all ] || echo ' (gated on error limits, correctness and completeness)'); report $dir/report.md"
   record "$name" "$dir" "$(( $(date +%s) - t0 ))"
-  if [ "$gate" != 1 ] && [ "$set_rc" -eq 4 ]; then return 0; fi
   if [ "$set_rc" -ne 0 ] && { [ "$rc" -eq 0 ] || [ "$rc" -eq 4 ]; }; then rc=$set_rc; fi
 }
 
@@ -81,14 +101,13 @@ make_data "$data" --images 320 --videos 8 --frames 8 --formats files,tar --seed 
 run_set development "$repo/validation/suite/suite.json" "$data" "$out"
 if [ "${SIMREPLAY_VALIDATION_HELDOUT:-1}" = 1 ]; then
   make_data "$data-heldout" --images 200 --videos 36 --frames 6 --image-scale 1.25 --formats files --seed 3
-  # Reported, not gated (docs/validation.md, "Held-out cases"): the first run of the other-media-mix
-  # set (2026-12-02, commit 505e123) passed every error limit but failed the persistence criterion
-  # (model 1.5% vs baseline 4.5%, a 5 pp margin required), which no model can meet where the factor
-  # moves throughput by less than the margin. The criterion is not changed after that result; until
-  # a criterion decided before a fresh held-out run exists, the held-out sets gate on errors only.
-  run_set heldout "$repo/validation/suite/heldout.json" "$data-heldout" "$out/heldout" 0
+  # Gated on the error limits, correctness and completeness (docs/validation.md, "Held-out cases");
+  # the persistence comparison is reported: the first run of the other-media-mix set (2026-12-02,
+  # commit 505e123) failed it (model 1.5% vs baseline 4.5%, a 5 pp margin required), which no model
+  # can meet where the factor moves throughput by less than the margin, and it stays failing.
+  run_set heldout "$repo/validation/suite/heldout.json" "$data-heldout" "$out/heldout" errors
   make_data "$data-heldout-video" --images 60 --videos 90 --frames 8 --formats files --seed 4
-  run_set heldout-video "$repo/validation/suite/heldout-video.json" "$data-heldout-video" "$out/heldout-video" 0
+  run_set heldout-video "$repo/validation/suite/heldout-video.json" "$data-heldout-video" "$out/heldout-video" errors
 fi
 echo "validation suite: exit $rc in $(( $(date +%s) - start ))s"
 exit $rc
