@@ -52,7 +52,8 @@ Result<nlohmann::json> Answer(const nlohmann::json& request, const std::string& 
   nlohmann::json answer = {{"schema", "simreplay.stats-answer/1"},
                            {"intervals", nlohmann::json::object()},
                            {"limits", nlohmann::json::array()}};
-  for (const auto& [name, values] : request.value("intervals", nlohmann::json::object()).items()) {
+  const nlohmann::json intervals = request.value("intervals", nlohmann::json::object());
+  for (const auto& [name, values] : intervals.items()) {
     auto v = Numbers(values, path + ": intervals." + name);
     if (!v.ok()) return v.status();
     if (v->empty()) return Status::InvalidArgument(path + ": intervals." + name + ": no values");
