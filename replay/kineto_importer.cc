@@ -243,7 +243,11 @@ class EventSink {
     auto dur = e.find("dur");
     std::optional<int64_t> start_ns = ts == e.end() ? std::nullopt : MicrosToNs(*ts);
     std::optional<int64_t> dur_ns = dur == e.end() ? std::nullopt : MicrosToNs(*dur);
-    if (!start_ns) return Fail("event \"" + name + "\": \"ts\" must be a finite number of microseconds");
+    // Kineto's ts are microseconds on a clock that starts at or after 0; a negative ts made the
+    // overflow check below (max - ts) itself overflow (found by fuzzing, 2026-12-02).
+    if (!start_ns || *start_ns < 0) {
+      return Fail("event \"" + name + "\": \"ts\" must be a finite, non-negative number of microseconds");
+    }
     if (!dur_ns || *dur_ns < 0) {
       return Fail("event \"" + name + "\" at ts " + ts->dump() + ": \"dur\" must be a non-negative number");
     }

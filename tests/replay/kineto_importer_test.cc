@@ -532,6 +532,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"RegressionEndPastInt64",
                  R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"ProfilerStep#1","ts":9e15,"dur":9e15}]})",
                  "ts + dur is past the largest time"},
+        // Regression (fuzzing, 2026-12-02): a negative ts made the ts + dur overflow check overflow.
+        BadInput{"RegressionNegativeTsOverflowedTheEndCheck",
+                 R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"ProfilerStep#1","ts":-9e15,"dur":1}]})",
+                 "\"ts\" must be a finite, non-negative number"},
         // Regression (issue 13): a non-string name threw type_error, reported as "not a JSON document".
         BadInput{"RegressionNonStringName", R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":7,"ts":1,"dur":1}]})",
                  "\"name\" must be a string, found number"}),
