@@ -105,35 +105,8 @@ Diagnosis MakeDiagnosis(std::string scenario_path, Observations observed, Causal
   return d;
 }
 
-Diagnosis MakeObservedOnlyDiagnosis(std::string scenario_path, Observations observed, std::string why) {
-  Diagnosis d;
-  d.scenario_path = std::move(scenario_path);
-  d.observed = std::move(observed);
-  d.hypotheses_unavailable = std::move(why);
-  d.verdict = "no verdict: the scenario cannot be simulated (" + d.hypotheses_unavailable +
-              "); only what the trace shows is reported, and nothing is recommended";
-  d.profile.accelerator = d.observed.accelerator;
-  d.profile.accelerator_note = "no simulation: the accelerator is the trace manifest's";
-  return d;
-}
-
 nlohmann::json DiagnosisJson(const Diagnosis& d) {
   const CausalProfile& p = d.profile;
-  if (!d.hypotheses_unavailable.empty()) {
-    return {{"schema", kDiagnosisSchema},
-            {"scenario", d.scenario_path},
-            {"accelerator", p.accelerator},
-            {"accelerator_note", p.accelerator_note},
-            {"observed", ObservedJson(d.observed)},
-            {"hypotheses", {{"label", "none: the scenario cannot be simulated"}, {"unavailable", d.hypotheses_unavailable}}},
-            {"verdict",
-             {{"critical_resource", "unknown"},
-              {"critical_relief", ""},
-              {"min_recommended_gain", kMinRecommendedGain},
-              {"text", d.verdict},
-              {"recommendations", nlohmann::json::array()}}},
-            {"warnings", nlohmann::json::array()}};
-  }
   nlohmann::json reliefs = nlohmann::json::array();
   for (const auto& o : p.reliefs) {
     reliefs.push_back({{"name", o.relief.name},
@@ -185,10 +158,6 @@ std::string DiagnosisText(const Diagnosis& d) {
                        1e3 * s.mean_s, 1e3 * s.p50_s, 1e3 * s.p95_s, 1e3 * s.max_s, s.count);
   }
   for (const auto& c : d.observed.cannot_see) out += "  cannot see: " + c + "\n";
-  if (!d.hypotheses_unavailable.empty()) {
-    return out + "\nHYPOTHESES: none, the scenario cannot be simulated: " + d.hypotheses_unavailable + "\n\nVERDICT\n  " +
-           d.verdict + "\n";
-  }
   out += fmt::format(
       "\nHYPOTHESES (simulated, each resource {:g}x faster alone; interval from the validated error band {:+.1f}% .. "
       "{:+.1f}%)\n",
@@ -333,28 +302,22 @@ std::string DiagnosisHtml(const Diagnosis& d) {
                      stages);
   }
   html += MemoryChart(o) + "</div>\n";
-  const bool simulated = d.hypotheses_unavailable.empty();
-  if (!simulated) {
-    html += "<div class=\"hyp\"><h2>Hypotheses</h2>\n<p>None: the scenario cannot be simulated (" +
-            HtmlEscape(d.hypotheses_unavailable) + ").</p></div>\n";
-  } else {
-    html += fmt::format(
-        "<div class=\"hyp\"><h2>Hypotheses (simulated: each resource {:g}x faster alone)</h2>\n<p>As given: {:.2f} "
-        "samples/s end to end, {:.2f} pipeline alone, GPU idle {:.1f}%. Whiskers: the validated error band "
-        "({:+.1f}% .. {:+.1f}%, {}). Orange = a setting of the job, blue = hardware, grey = faster code or "
-        "accelerator (explains, not a change to make).</p>\n",
-        p.factor, p.base.train_samples_per_s, p.base.pipeline_samples_per_s, 100 * p.base.gpu_idle_fraction,
-        100 * p.band.error_low, 100 * p.band.error_high, HtmlEscape(p.band.source));
-    html += BarChart("plot-gains", "Predicted end-to-end throughput gain per relief (%)", "%", gains);
-    html += "<table><tr><th>relief</th><th>kind</th><th>change</th><th>gain</th><th>GPU idle</th></tr>\n";
-    for (const auto& r : p.reliefs) {
-      html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}%</td></tr>\n",
-                          HtmlEscape(r.relief.name), ReliefActionName(r.relief.action), HtmlEscape(r.relief.change),
-                          HtmlEscape(GainText(r)), 100 * r.metrics.gpu_idle_fraction);
-    }
-    html += "</table></div>\n";
+  html += fmt::format(
+      "<div class=\"hyp\"><h2>Hypotheses (simulated: each resource {:g}x faster alone)</h2>\n<p>As given: {:.2f} "
+      "samples/s end to end, {:.2f} pipeline alone, GPU idle {:.1f}%. Whiskers: the validated error band "
+      "({:+.1f}% .. {:+.1f}%, {}). Orange = a setting of the job, blue = hardware, grey = faster code or "
+      "accelerator (explains, not a change to make).</p>\n",
+      p.factor, p.base.train_samples_per_s, p.base.pipeline_samples_per_s, 100 * p.base.gpu_idle_fraction,
+      100 * p.band.error_low, 100 * p.band.error_high, HtmlEscape(p.band.source));
+  html += BarChart("plot-gains", "Predicted end-to-end throughput gain per relief (%)", "%", gains);
+  html += "<table><tr><th>relief</th><th>kind</th><th>change</th><th>gain</th><th>GPU idle</th></tr>\n";
+  for (const auto& r : p.reliefs) {
+    html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}%</td></tr>\n",
+                        HtmlEscape(r.relief.name), ReliefActionName(r.relief.action), HtmlEscape(r.relief.change),
+                        HtmlEscape(GainText(r)), 100 * r.metrics.gpu_idle_fraction);
   }
-  const int plots = (simulated ? 2 : 1) + (stages.empty() ? 0 : 1) + (o.memory.empty() ? 0 : 1);
+  html += "</table></div>\n";
+  const int plots = 2 + (stages.empty() ? 0 : 1) + (o.memory.empty() ? 0 : 1);
   html += fmt::format(
       "<p id=\"render-check\"></p>\n<script>\n(function(){{try{{var n=0;document.querySelectorAll('svg.plot')."
       "forEach(function(s){{if(s.getBBox().width>0&&s.querySelectorAll('rect,path').length>0)n++;}});"

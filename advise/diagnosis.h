@@ -27,16 +27,11 @@ struct Diagnosis {
   CausalProfile profile;
   std::string verdict;  // one line, from the profile
   std::vector<Recommendation> recommendations;  // largest gain first
-  // Non-empty: no hypotheses could be simulated (e.g. the scenario replays a trace without sample
-  // records, a Kineto import); the diagnosis is the observed half alone and says why.
-  std::string hypotheses_unavailable;
 };
 
 // The verdict and recommendations of a profile. Never recommends a change that buys less than
 // kMinRecommendedGain, and names a non-knob critical resource as hardware or hypothesis.
 Diagnosis MakeDiagnosis(std::string scenario_path, Observations observed, CausalProfile profile);
-// The observed half alone, when the scenario cannot be simulated: `why` says what stopped it.
-Diagnosis MakeObservedOnlyDiagnosis(std::string scenario_path, Observations observed, std::string why);
 
 // The verdict line alone (simulate and what-if print it beside their metrics).
 std::string Verdict(const CausalProfile& profile);

@@ -14,7 +14,6 @@
 #include "cli/cli_util.h"
 #include "cli/verb_registry.h"
 #include "common/atomic_file.h"
-#include "models/model_params.h"
 #include "scenarios/scenario.h"
 
 namespace simreplay::cli {
@@ -59,27 +58,12 @@ int RunDiagnose(int argc, char** argv) {
   };
   auto profile = advise::ProfileScenario(*scenario, options, &cache);
   if (tty) std::fprintf(stderr, "\n");
-  advise::Diagnosis diagnosis;
-  if (!profile.ok()) {
-    // A scenario replaying a trace without sample records (a Kineto import) cannot be simulated, but
-    // its trace still shows where the loop's time went: the observed half alone, saying why.
-    // Only the replayed trace itself qualifies: another failure (a bad model) stays an error.
-    if (!trace_path.empty() || scenario->trace_path.empty()) return Fail(kDiagnoseVerb, profile.status());
-    if (!scenario->model_path.empty()) {
-      auto model = models::LoadModelFile(scenario->model_path);
-      if (!model.ok()) return Fail(kDiagnoseVerb, profile.status());
-    }
-    trace_path = scenario->trace_path;
-    auto observed = advise::ObserveTrace(trace_path);
-    if (!observed.ok() || observed->has_sample_records) return Fail(kDiagnoseVerb, profile.status());
-    std::fprintf(stderr, "%s: no hypotheses: %s\n", kDiagnoseVerb, profile.status().message().c_str());
-    diagnosis = advise::MakeObservedOnlyDiagnosis(scenario_path, std::move(*observed), profile.status().message());
-  } else {
-    if (trace_path.empty()) trace_path = profile->trace_path;
-    auto observed = advise::ObserveTrace(trace_path);
-    if (!observed.ok()) return Fail(kDiagnoseVerb, observed.status());
-    diagnosis = advise::MakeDiagnosis(scenario_path, std::move(*observed), std::move(*profile));
-  }
+  if (!profile.ok()) return Fail(kDiagnoseVerb, profile.status());
+  if (trace_path.empty()) trace_path = profile->trace_path;
+  auto observed = advise::ObserveTrace(trace_path);
+  if (!observed.ok()) return Fail(kDiagnoseVerb, observed.status());
+
+  const advise::Diagnosis diagnosis = advise::MakeDiagnosis(scenario_path, std::move(*observed), std::move(*profile));
   Status s = MakeDirectories(out_dir);
   if (s.ok()) s = WriteFileAtomically(out_dir + "/diagnosis.json", advise::DiagnosisJson(diagnosis).dump(2) + "\n");
   if (s.ok()) s = WriteFileAtomically(out_dir + "/report.html", advise::DiagnosisHtml(diagnosis));
