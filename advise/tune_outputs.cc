@@ -14,9 +14,55 @@ namespace {
 using sim::Round9;
 
 nlohmann::json KnobsJson(const Knobs& k) {
-  return {{"num_workers", k.num_workers},   {"prefetch_factor", k.prefetch_factor},
-          {"pin_memory", k.pin_memory},     {"persistent_workers", k.persistent_workers},
-          {"format", k.format},             {"cpu_cores", k.cpu_cores}};
+  return {{"num_workers", k.num_workers},
+          {"prefetch_factor", k.prefetch_factor},
+          {"pin_memory", k.pin_memory},
+          {"persistent_workers", k.persistent_workers},
+          {"format", k.format},
+          {"cpu_cores", k.cpu_cores},
+          {"access", k.sequential ? "sequential" : "random"},
+          {"cache", k.cache.empty() ? "none" : k.cache},
+          {"bucket_bytes", Round9(k.bucket_bytes)},
+          {"overlap", Round9(k.overlap)},
+          {"decode_device", k.gpu_decode ? "gpu" : "cpu"}};
+}
+
+// The factors `simreplay validate` can set in the user's own command (docs/validation-format.md).
+bool ValidateFactor(const std::string& factor) {
+  return factor == "num_workers" || factor == "prefetch_factor" || factor == "pin_memory" ||
+         factor == "persistent_workers" || factor == "format";
+}
+
+nlohmann::json ToolsJson(const TuneResult& r) {
+  nlohmann::json tools = nlohmann::json::array();
+  for (const auto& t : r.tools) {
+    const bool searched = t.compatible && !t.simulated_as.empty();
+    const bool suggested = searched && t.simulated_as == "decode.device=gpu" && r.best.knobs.gpu_decode &&
+                           !r.current.knobs.gpu_decode;
+    tools.push_back({{"name", t.name},
+                     {"tool", t.tool},
+                     {"compatible", t.compatible},
+                     {"incompatible_because", t.incompatible},
+                     {"unverified", t.unverified},
+                     {"simulated_as", t.simulated_as},
+                     {"searched", searched},
+                     {"suggested", suggested},
+                     {"sources", t.sources}});
+  }
+  return {{"table", "advise/tool_compatibility.json"}, {"checked", r.tools_checked}, {"tools", tools}};
+}
+
+nlohmann::json HalvingJson(const Halving& h, double contender_share) {
+  nlohmann::json rungs = nlohmann::json::array();
+  for (const auto& g : h.rungs) rungs.push_back({{"steps", g.steps}, {"candidates", g.candidates}, {"kept", g.kept}});
+  return {{"contender_share", contender_share},
+          {"neighbourhood", h.neighbourhood},
+          {"candidates", h.candidates},
+          {"dropped", h.dropped},
+          {"over_budget", h.over_budget},
+          {"rungs", rungs},
+          {"short_simulations", h.short_simulations},
+          {"skipped_because", h.skipped_because}};
 }
 
 nlohmann::json EvaluatedJson(const Evaluated& e) {
@@ -53,6 +99,11 @@ nlohmann::json ChangedFactors(const TuneResult& r) {
   if (a.persistent_workers != b.persistent_workers) f["persistent_workers"] = b.persistent_workers;
   if (a.format != b.format) f["format"] = b.format;
   if (a.cpu_cores != b.cpu_cores) f["cpu_cores"] = b.cpu_cores;
+  if (a.sequential != b.sequential) f["access"] = b.sequential ? "sequential" : "random";
+  if (a.cache != b.cache) f["cache"] = b.cache.empty() ? "none" : b.cache;
+  if (a.bucket_bytes != b.bucket_bytes) f["bucket_bytes"] = Round9(b.bucket_bytes);
+  if (a.overlap != b.overlap) f["overlap"] = Round9(b.overlap);
+  if (a.gpu_decode != b.gpu_decode) f["decode_device"] = b.gpu_decode ? "gpu" : "cpu";
   return f;
 }
 
@@ -73,7 +124,8 @@ nlohmann::json TuneJson(const std::string& scenario_path, const TuneResult& r, c
             {"configurations", r.configurations},
             {"simulations", r.simulations},
             {"passes", r.passes},
-            {"budget_exhausted", r.budget_exhausted}}},
+            {"budget_exhausted", r.budget_exhausted},
+            {"halving", HalvingJson(r.halving, o.contender_share)}}},
           {"constraints", r.constraints},
           {"current", EvaluatedJson(r.current)},
           {"best", EvaluatedJson(r.best)},
@@ -85,15 +137,25 @@ nlohmann::json TuneJson(const std::string& scenario_path, const TuneResult& r, c
           {"runners_up", runners},
           {"rejected", rejections},
           {"criteria", Criteria(r)},
-          {"tools_considered",
-           "none: tune searches the job's own settings only and suggests no loader tool (DALI, FFCV, torchdata), so no "
-           "compatibility check applies (docs/advice.md)"}};
+          {"tools_considered", ToolsJson(r)}};
 }
 
 std::string TuneText(const TuneResult& r) {
   std::string out = "SEARCH (predicted by the calibrated model, not measured)\n";
   out += fmt::format("  {} configurations, {} simulations, {} pass(es){}\n", r.configurations, r.simulations, r.passes,
                      r.budget_exhausted ? "; BUDGET EXHAUSTED: the search stopped early" : "");
+  const auto& h = r.halving;
+  if (h.skipped_because.empty()) {
+    out += fmt::format("  successive halving: {} of {} neighbouring configurations ranked on", h.candidates, h.neighbourhood);
+    for (size_t i = 0; i < h.rungs.size(); ++i) {
+      out += fmt::format("{} {} steps ({} -> {})", i ? "," : "", h.rungs[i].steps, h.rungs[i].candidates, h.rungs[i].kept);
+    }
+    out += fmt::format("; {} short simulations{}\n", h.short_simulations,
+                       h.over_budget > 0 ? fmt::format("; {} survivor(s) beyond the budget not simulated", h.over_budget)
+                                         : std::string());
+  } else {
+    out += "  successive halving: " + h.skipped_because + "\n";
+  }
   out += "  axis order: ";
   for (size_t i = 0; i < r.axis_order.size(); ++i) out += (i ? ", " : "") + r.axis_order[i];
   out += "\n";
@@ -115,6 +177,14 @@ std::string TuneText(const TuneResult& r) {
   }
   out += "\nREJECTED (last pass, per axis)\n";
   for (const auto& x : r.rejections) out += fmt::format("  {} = {}: {}\n", x.axis, x.value, x.reason);
+  out += fmt::format("\nTOOLS (compatibility table checked {})\n", r.tools_checked);
+  for (const auto& t : r.tools) {
+    std::string why;
+    for (const auto& x : t.incompatible) why += (why.empty() ? "" : "; ") + x;
+    out += fmt::format("  {}: {}{}\n", t.name, t.compatible ? "compatible" : "NOT compatible, never suggested: " + why,
+                       t.compatible && t.simulated_as.empty() ? " (not simulated: no model of it, not suggested)" : "");
+    for (const auto& u : t.unverified) out += "    unverified: " + u + "\n";
+  }
   out += "\nCRITERIA\n  " + Criteria(r) + "\n";
   return out;
 }
@@ -122,7 +192,15 @@ std::string TuneText(const TuneResult& r) {
 nlohmann::json ExperimentSpec(const std::string& scenario_path, const TuneResult& r, const ExperimentRequest& q) {
   const Knobs& a = r.current.knobs;
   nlohmann::json changed = ChangedFactors(r);
-  changed.erase("cpu_cores");  // hardware, not a factor of one job's command
+  // Only factors validate can set in the user's command are tested; the rest (hardware, access, cache,
+  // collective, decode device) are applied by hand and named in the description.
+  std::string by_hand;
+  const nlohmann::json all_changes = ChangedFactors(r);
+  for (const auto& [factor, value] : all_changes.items()) {
+    if (ValidateFactor(factor)) continue;
+    by_hand += (by_hand.empty() ? "" : ", ") + factor + " = " + (value.is_string() ? value.get<std::string>() : value.dump());
+    changed.erase(factor);
+  }
   nlohmann::json base = {{"num_workers", a.num_workers},         {"batch_size", q.batch_size},
                          {"prefetch_factor", a.prefetch_factor}, {"pin_memory", a.pin_memory},
                          {"persistent_workers", a.persistent_workers}, {"format", a.format}};
@@ -140,8 +218,10 @@ nlohmann::json ExperimentSpec(const std::string& scenario_path, const TuneResult
       {"schema", "simreplay.experiment/1"},
       {"name", "tune: current vs the recommended setting(s)"},
       {"description", fmt::format("generated by simreplay tune from {}: single-factor A/B tests of each change the "
-                                  "search recommends, on the user's own command. {}",
-                                  scenario_path, Criteria(r))},
+                                  "search recommends, on the user's own command. {}{}",
+                                  scenario_path, Criteria(r),
+                                  by_hand.empty() ? "" : ". Not testable by validate's runner (apply by hand and compare "
+                                                         "with the same command): " + by_hand)},
       {"mode", cases.size() == 2 ? "ab" : "suite"},
       {"run",
        {{"steps", steps}, {"warmup_steps", std::min<int64_t>(10, steps / 4)}, {"seed", q.seed}, {"timeout_s", 900},

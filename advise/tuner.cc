@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "models/format_model.h"
 #include "replay/manifest.h"
 #include "sim/isolated_run.h"
 
@@ -15,16 +17,32 @@ namespace simreplay::advise {
 namespace {
 
 constexpr double kInfeasible = -std::numeric_limits<double>::infinity();
+constexpr double kMiB = 1024.0 * 1024.0;
 
-// One searchable axis: its name, the relief that seeds its rank, and how it sets and shows a value.
+// What the axes need to know about the scenario beyond the knobs.
+struct AxisContext {
+  const TuneOptions* options = nullptr;
+  int cores = 0;
+  bool communicates = false;       // ranks > 1 that exchange gradients
+  double gradient_bytes = 0;
+  double current_overlap = 0;
+  double current_bucket_bytes = 0;
+  bool cache_applies = false;      // the data lives on a remote tier with no cache in front of it
+  bool decode_tool_listed = false; // the compatibility table has a tool simulated as decode.device=gpu
+  bool has_media = false;          // the trace records per-media samples (GPU decoding has work to move)
+};
+
+// One searchable axis: its name, the relief that seeds its rank, how it lists and shows a value, and
+// how it copies its value from one configuration to another (for the joint neighbourhood).
 struct Axis {
   std::string name;
   std::string relief;  // the causal profile's relief for this knob ("" = none)
-  std::vector<Knobs> (*values)(const Knobs& at, const TuneOptions& o, int cores);
+  std::vector<Knobs> (*values)(const Knobs& at, const AxisContext& c);
   std::string (*show)(const Knobs& k);
+  void (*copy)(const Knobs& from, Knobs* to);
 };
 
-std::vector<Knobs> WorkerValues(const Knobs& at, const TuneOptions&, int) {
+std::vector<Knobs> WorkerValues(const Knobs& at, const AxisContext&) {
   std::vector<Knobs> out;
   for (int w : {0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}) {
     Knobs k = at;
@@ -34,7 +52,7 @@ std::vector<Knobs> WorkerValues(const Knobs& at, const TuneOptions&, int) {
   }
   return out;
 }
-std::vector<Knobs> PrefetchValues(const Knobs& at, const TuneOptions&, int) {
+std::vector<Knobs> PrefetchValues(const Knobs& at, const AxisContext&) {
   if (at.num_workers == 0) return {};
   std::vector<Knobs> out;
   for (int p : {1, 2, 4, 8}) {
@@ -44,20 +62,20 @@ std::vector<Knobs> PrefetchValues(const Knobs& at, const TuneOptions&, int) {
   }
   return out;
 }
-std::vector<Knobs> PersistentValues(const Knobs& at, const TuneOptions&, int) {
+std::vector<Knobs> PersistentValues(const Knobs& at, const AxisContext&) {
   if (at.num_workers == 0) return {};
   Knobs off = at, on = at;
   off.persistent_workers = false;
   on.persistent_workers = true;
   return {off, on};
 }
-std::vector<Knobs> PinValues(const Knobs& at, const TuneOptions&, int) {
+std::vector<Knobs> PinValues(const Knobs& at, const AxisContext&) {
   Knobs off = at, on = at;
   off.pin_memory = false;
   on.pin_memory = true;
   return {off, on};
 }
-std::vector<Knobs> FormatValues(const Knobs& at, const TuneOptions&, int) {
+std::vector<Knobs> FormatValues(const Knobs& at, const AxisContext&) {
   std::vector<Knobs> out;
   for (const char* f : {"files", "tar", "lmdb", "hdf5"}) {
     Knobs k = at;
@@ -66,66 +84,228 @@ std::vector<Knobs> FormatValues(const Knobs& at, const TuneOptions&, int) {
   }
   return out;
 }
-std::vector<Knobs> CoreValues(const Knobs& at, const TuneOptions& o, int cores) {
-  if (o.objective != TuneObjective::kCost) return {};
+std::vector<Knobs> AccessValues(const Knobs& at, const AxisContext&) {
+  Knobs random = at, sequential = at;
+  random.sequential = false;
+  sequential.sequential = true;
+  return {random, sequential};
+}
+std::vector<Knobs> CacheValues(const Knobs& at, const AxisContext& c) {
+  if (!c.cache_applies) return {};
   std::vector<Knobs> out;
-  for (int c : {cores / 2, cores, 2 * cores, 4 * cores}) {
-    if (c < 1) continue;
+  for (const char* tier : {"", "nvme_cache", "page_cache"}) {
     Knobs k = at;
-    k.cpu_cores = c;
+    k.cache = tier;
+    out.push_back(k);
+  }
+  return out;
+}
+std::vector<Knobs> BucketValues(const Knobs& at, const AxisContext& c) {
+  if (!c.communicates || c.gradient_bytes <= 0) return {};
+  std::vector<double> sizes = {0, 1 * kMiB, 5 * kMiB, 25 * kMiB, 100 * kMiB};
+  if (std::find(sizes.begin(), sizes.end(), c.current_bucket_bytes) == sizes.end()) {
+    sizes.push_back(c.current_bucket_bytes);
+    std::sort(sizes.begin(), sizes.end());
+  }
+  std::vector<Knobs> out;
+  for (double b : sizes) {
+    // A bucket as large as the gradients is one bucket: the same configuration as 0.
+    if (b >= c.gradient_bytes && b != c.current_bucket_bytes) continue;
+    Knobs k = at;
+    k.bucket_bytes = b;
+    out.push_back(k);
+  }
+  return out;
+}
+std::vector<Knobs> OverlapValues(const Knobs& at, const AxisContext& c) {
+  if (!c.communicates) return {};
+  std::vector<double> shares = {0, c.options->backward_share};
+  if (std::find(shares.begin(), shares.end(), c.current_overlap) == shares.end()) shares.push_back(c.current_overlap);
+  std::sort(shares.begin(), shares.end());
+  std::vector<Knobs> out;
+  for (double o : shares) {
+    Knobs k = at;
+    k.overlap = o;
+    out.push_back(k);
+  }
+  return out;
+}
+std::vector<Knobs> DecodeValues(const Knobs& at, const AxisContext& c) {
+  if (!c.decode_tool_listed || !c.has_media) return {};
+  Knobs cpu = at, gpu = at;
+  cpu.gpu_decode = false;
+  gpu.gpu_decode = true;
+  return {cpu, gpu};
+}
+std::vector<Knobs> CoreValues(const Knobs& at, const AxisContext& c) {
+  if (c.options->objective != TuneObjective::kCost) return {};
+  std::vector<Knobs> out;
+  for (int n : {c.cores / 2, c.cores, 2 * c.cores, 4 * c.cores}) {
+    if (n < 1) continue;
+    Knobs k = at;
+    k.cpu_cores = n;
     out.push_back(k);
   }
   return out;
 }
 
+std::string ShowBytes(double b) { return b <= 0 ? std::string("one bucket") : fmt::format("{:g} MiB", b / kMiB); }
+
 const std::vector<Axis>& Axes() {
   static const std::vector<Axis> axes = {
-      {"num_workers", "num_workers", WorkerValues, [](const Knobs& k) { return std::to_string(k.num_workers); }},
+      {"num_workers", "num_workers", WorkerValues, [](const Knobs& k) { return std::to_string(k.num_workers); },
+       [](const Knobs& f, Knobs* t) {
+         t->num_workers = f.num_workers;
+         if (t->num_workers == 0) t->persistent_workers = false;
+       }},
       {"prefetch_factor", "prefetch_factor", PrefetchValues,
-       [](const Knobs& k) { return std::to_string(k.prefetch_factor); }},
+       [](const Knobs& k) { return std::to_string(k.prefetch_factor); },
+       [](const Knobs& f, Knobs* t) { t->prefetch_factor = f.prefetch_factor; }},
       {"persistent_workers", "persistent_workers", PersistentValues,
-       [](const Knobs& k) { return std::string(k.persistent_workers ? "true" : "false"); }},
-      {"pin_memory", "pin_memory", PinValues, [](const Knobs& k) { return std::string(k.pin_memory ? "true" : "false"); }},
-      {"data.format", "", FormatValues, [](const Knobs& k) { return k.format; }},
-      {"hardware.cpu_cores", "cpu_cores", CoreValues, [](const Knobs& k) { return std::to_string(k.cpu_cores); }},
+       [](const Knobs& k) { return std::string(k.persistent_workers ? "true" : "false"); },
+       [](const Knobs& f, Knobs* t) { t->persistent_workers = f.persistent_workers && t->num_workers > 0; }},
+      {"pin_memory", "pin_memory", PinValues, [](const Knobs& k) { return std::string(k.pin_memory ? "true" : "false"); },
+       [](const Knobs& f, Knobs* t) { t->pin_memory = f.pin_memory; }},
+      {"data.format", "", FormatValues, [](const Knobs& k) { return k.format; },
+       [](const Knobs& f, Knobs* t) { t->format = f.format; }},
+      {"data.access", "", AccessValues, [](const Knobs& k) { return std::string(k.sequential ? "sequential" : "random"); },
+       [](const Knobs& f, Knobs* t) { t->sequential = f.sequential; }},
+      {"storage.cache", "", CacheValues, [](const Knobs& k) { return k.cache.empty() ? std::string("none") : k.cache; },
+       [](const Knobs& f, Knobs* t) { t->cache = f.cache; }},
+      {"collective.bucket_bytes", "", BucketValues, [](const Knobs& k) { return ShowBytes(k.bucket_bytes); },
+       [](const Knobs& f, Knobs* t) { t->bucket_bytes = f.bucket_bytes; }},
+      {"collective.overlap", "collective_overlap", OverlapValues, [](const Knobs& k) { return fmt::format("{:.3g}", k.overlap); },
+       [](const Knobs& f, Knobs* t) { t->overlap = f.overlap; }},
+      {"decode.device", "", DecodeValues, [](const Knobs& k) { return std::string(k.gpu_decode ? "gpu" : "cpu"); },
+       [](const Knobs& f, Knobs* t) { t->gpu_decode = f.gpu_decode; }},
+      {"hardware.cpu_cores", "cpu_cores", CoreValues, [](const Knobs& k) { return std::to_string(k.cpu_cores); },
+       [](const Knobs& f, Knobs* t) { t->cpu_cores = f.cpu_cores; }},
   };
   return axes;
 }
 
-// `captured_format`: the container the trace was captured with (the scenario then names none, so the
-// costs replay as recorded rather than through the format model).
-scenarios::Scenario WithKnobs(const scenarios::Scenario& base, const Knobs& k, const std::string& captured_format) {
-  scenarios::Scenario s = base;
-  s.loader.num_workers = k.num_workers;
-  s.loader.prefetch_factor = k.prefetch_factor;
-  s.loader.pin_memory = k.pin_memory;
-  s.loader.persistent_workers = k.persistent_workers;
-  s.data_format = k.format == captured_format ? std::string() : k.format;
-  s.hardware.cpu_cores = k.cpu_cores;
-  return s;
+bool IsRemoteTier(models::TierKind k) {
+  return k == models::TierKind::kParallelFs || k == models::TierKind::kObjectStore;
+}
+
+// The optimizer steps a scenario runs (its steps, else its epochs over the prepared dataset size).
+int64_t FullSteps(const sim::PreparedPoint& p) {
+  const auto& s = p.input.scenario;
+  if (s.train.steps > 0) return s.train.steps;
+  const int64_t ranks = std::max(1, s.cluster.Ranks());
+  const int64_t per_rank = (std::max<int64_t>(s.train.dataset_samples, 1) + ranks - 1) / ranks;
+  const int64_t batch = std::max(1, s.loader.batch_size);
+  const int64_t batches = s.loader.drop_last ? per_rank / batch : (per_rank + batch - 1) / batch;
+  return std::max<int64_t>(1, s.train.epochs * batches / std::max(1, s.train.grad_accum));
 }
 
 // The search's state: the scenario, its limits, and every configuration simulated so far.
 class Search {
  public:
-  Search(const scenarios::Scenario& scenario, std::string captured_format, const TuneOptions& options,
-         sim::CostCache* cache, int gpus_per_node, int ranks, double memory_limit_bytes)
+  Search(const scenarios::Scenario& scenario, const sim::PreparedPoint& base, std::string captured_format,
+         const TuneOptions& options, sim::CostCache* cache, double memory_limit_bytes,
+         const std::vector<ToolCheck>& tools)
       : scenario_(scenario),
+        base_(base),
         captured_format_(std::move(captured_format)),
         options_(options),
         cache_(cache),
-        gpus_per_node_(gpus_per_node),
-        ranks_(ranks),
-        memory_limit_bytes_(memory_limit_bytes) {}
+        gpus_per_node_(scenario.hardware.gpus),
+        ranks_(scenario.hardware.gpus * scenario.cluster.nodes),
+        memory_limit_bytes_(memory_limit_bytes),
+        tools_(tools) {}
+
+  // The RAM cache's size: the memory the current configuration leaves under the limit (0 = none).
+  void SetRamCacheBytes(double bytes) { ram_cache_bytes_ = std::max(0.0, bytes); }
+  double ram_cache_bytes() const { return ram_cache_bytes_; }
+
+  // The scenario with `k` applied. `steps` > 0: a short run of that many optimizer steps.
+  scenarios::Scenario WithKnobs(const Knobs& k, int64_t steps = 0) const {
+    scenarios::Scenario s = scenario_;
+    s.loader.num_workers = k.num_workers;
+    s.loader.prefetch_factor = k.prefetch_factor;
+    s.loader.pin_memory = k.pin_memory;
+    s.loader.persistent_workers = k.persistent_workers;
+    // The captured container replays as recorded (no format transform) unless its access changes.
+    s.data_format = k.format == captured_format_ ? std::string() : k.format;
+    s.data_sequential = k.sequential;
+    s.hardware.cpu_cores = k.cpu_cores;
+    s.collective.bucket_bytes = k.bucket_bytes;
+    s.collective.overlap = k.overlap;
+    s.decode_on_gpu = k.gpu_decode;
+    if (!k.cache.empty() && !s.storage.tiers.empty()) {
+      models::StorageTier t;
+      const auto& storage = base_.input.model.storage;
+      if (k.cache == "nvme_cache") {
+        t.kind = models::TierKind::kNvmeCache;
+        t.capacity_bytes = options_.cache_bytes;
+        t.latency_s = storage.latency_s;
+        t.bytes_per_s_per_stream = storage.bandwidth_bytes_per_s;
+      } else {
+        t.kind = models::TierKind::kPageCache;
+        t.capacity_bytes = ram_cache_bytes_;
+        t.latency_s = 0;
+        t.bytes_per_s_per_stream = storage.page_cache_bytes_per_s;
+      }
+      // Fastest first: a RAM cache in front of everything, an NVMe cache behind any RAM cache.
+      auto at = s.storage.tiers.begin();
+      if (t.kind == models::TierKind::kNvmeCache) {
+        while (at != s.storage.tiers.end() && at->kind == models::TierKind::kPageCache) ++at;
+      }
+      s.storage.tiers.insert(at, t);
+    }
+    if (steps > 0) {
+      s.train.steps = steps;
+      s.train.epochs = 0;
+    }
+    return s;
+  }
+
+  // Why `k` cannot run on this machine or job, before any simulation ("" = it can).
+  std::string StaticLimit(const Knobs& k) const {
+    const double limit = k.cpu_cores * options_.max_workers_per_core;
+    if (static_cast<double>(k.num_workers) * gpus_per_node_ > limit + 1e-9) {
+      return fmt::format("cores: {} workers x {} ranks per node > {} cores x {:g} workers per core", k.num_workers,
+                         gpus_per_node_, k.cpu_cores, options_.max_workers_per_core);
+    }
+    if (k.sequential) {
+      const auto formats = models::CatalogueFormats();
+      auto it = formats.containers.find(k.format);
+      if (it == formats.containers.end() || !it->second.sequential) {
+        return fmt::format("access: '{}' has no streaming order (a streaming pass reads tar, tfrecord or parquet shards)",
+                           k.format);
+      }
+      if (Shuffled() && !options_.allow_streaming) {
+        return "access: the job shuffles (loader.shuffle); a streaming pass replaces its global shuffle by shard and "
+               "buffer shuffling (WebDataset-style), a change to what it trains on: --allow-streaming to search it";
+      }
+    }
+    if (k.cache == "nvme_cache" && options_.cache_bytes <= 0) {
+      return "cache: no --cache-bytes (the local disk space a cache may take per node): an NVMe cache is not searched";
+    }
+    if (k.cache == "page_cache" && ram_cache_bytes_ <= 0) {
+      return memory_limit_bytes_ > 0 ? "memory: the current configuration leaves no host memory under the limit for a RAM cache"
+                                     : "memory: host memory unknown (--memory-bytes): a RAM cache cannot be sized";
+    }
+    if (k.gpu_decode) {
+      for (const auto& t : tools_) {
+        if (t.simulated_as != "decode.device=gpu" || t.compatible) continue;
+        std::string why;
+        for (const auto& r : t.incompatible) why += (why.empty() ? "" : "; ") + r;
+        return "compatibility: " + t.name + " " + why;
+      }
+    }
+    return "";
+  }
 
   // Simulates the configurations not simulated yet (in parallel), at most what the budget leaves. A
-  // configuration over the core limit is not simulated, unless `reference` (the current one, which
+  // configuration over a static limit is not simulated, unless `reference` (the current one, which
   // every gain is measured from, is simulated whatever limit it breaks).
   Status Evaluate(const std::vector<Knobs>& wanted, bool reference = false) {
     std::vector<Knobs> todo;
     for (const auto& k : wanted) {
       if (memo_.count(k) || std::find(todo.begin(), todo.end(), k) != todo.end()) continue;
-      std::string why = CoreLimit(k);
+      std::string why = StaticLimit(k);
       if (!why.empty() && !reference) {
         memo_[k] = Evaluated{k, {}, kInfeasible, false, why};
         continue;
@@ -136,49 +316,18 @@ class Search {
       }
       todo.push_back(k);
     }
-    if (todo.empty()) return Status::Ok();
-    std::vector<sim::PreparedPoint> points;
-    std::vector<Knobs> prepared;
-    for (const auto& k : todo) {
-      auto p = sim::PreparePoint(WithKnobs(scenario_, k, captured_format_), cache_);
-      if (!p.ok()) {
-        // A value the models cannot simulate (a container with no format model) is not a failure of
-        // the search; a current configuration that cannot be prepared fails earlier, in Tune().
-        memo_[k] = Evaluated{k, {}, kInfeasible, false, "cannot be simulated: " + p.status().message()};
-        continue;
-      }
-      points.push_back(std::move(*p));
-      prepared.push_back(k);
-    }
-    todo = std::move(prepared);
-    if (todo.empty()) return Status::Ok();
-    std::vector<sim::IsolatedJob> jobs;
-    for (const auto& p : points) {
-      for (auto& j : sim::MakeJobs(p, "")) jobs.push_back(std::move(j));
-    }
-    if (options_.on_progress) {
-      options_.on_progress(fmt::format("{} configurations ({} simulated so far)", todo.size(), configurations_));
-    }
-    auto results = sim::RunIsolated(jobs, std::max(1, options_.jobs));
-    simulations_ += static_cast<int>(jobs.size());
-    for (size_t i = 0; i < todo.size(); ++i) {
-      auto runs = sim::DecodePointRuns(results[2 * i], results[2 * i + 1]);
-      if (!runs.ok()) return runs.status().WithPrefix(DescribeKnobs(todo[i]) + ": ");
-      Evaluated e;
-      e.knobs = todo[i];
-      e.metrics = MetricsOf(points[i], *runs);
-      e.objective = Objective(e.metrics, points[i].input.cpu_cores);
-      e.infeasible_because = CoreLimit(todo[i]);
-      e.feasible = e.infeasible_because.empty();
-      if (e.feasible && memory_limit_bytes_ > 0 && e.metrics.peak_host_memory_bytes > memory_limit_bytes_) {
-        e.feasible = false;
-        e.infeasible_because = fmt::format("memory: predicted peak {:.2f} GiB > limit {:.2f} GiB",
-                                           e.metrics.peak_host_memory_bytes / (1 << 30), memory_limit_bytes_ / (1 << 30));
-      }
-      memo_[todo[i]] = e;
-      ++configurations_;
+    auto evaluated = Simulate(todo, 0);
+    if (!evaluated.ok()) return evaluated.status();
+    for (auto& e : *evaluated) {
+      if (e.simulated) ++configurations_;
+      memo_[e.knobs] = std::move(e);
     }
     return Status::Ok();
+  }
+
+  // Short runs of `steps` optimizer steps: their objectives, in the order given (not memoised).
+  Result<std::vector<Evaluated>> EvaluateShort(const std::vector<Knobs>& knobs, int64_t steps) {
+    return Simulate(knobs, steps);
   }
 
   const Evaluated* Find(const Knobs& k) const {
@@ -191,14 +340,63 @@ class Search {
   int configurations() const { return configurations_; }
   int simulations() const { return simulations_; }
   bool budget_exhausted() const { return budget_exhausted_; }
+  int budget_left() const { return options_.budget - configurations_; }
 
  private:
-  std::string CoreLimit(const Knobs& k) const {
-    const int cores = k.cpu_cores;
-    const double limit = cores * options_.max_workers_per_core;
-    if (static_cast<double>(k.num_workers) * gpus_per_node_ <= limit + 1e-9) return "";
-    return fmt::format("cores: {} workers x {} ranks per node > {} cores x {:g} workers per core",
-                       k.num_workers, gpus_per_node_, cores, options_.max_workers_per_core);
+  bool Shuffled() const {
+    return scenario_.loader.shuffle || replay::ManifestBool(base_.costs->manifest, "loader", "shuffle");
+  }
+
+  // Prepares and simulates `todo` (steps > 0: short runs), in parallel; a value the models cannot
+  // simulate (a container with no format model) is an infeasible result, not a failure of the search.
+  Result<std::vector<Evaluated>> Simulate(const std::vector<Knobs>& todo_in, int64_t steps) {
+    std::vector<Evaluated> out;
+    std::vector<sim::PreparedPoint> points;
+    std::vector<Knobs> todo;
+    for (const auto& k : todo_in) {
+      auto p = sim::PreparePoint(WithKnobs(k, steps), cache_);
+      if (!p.ok()) {
+        out.push_back(Evaluated{k, {}, kInfeasible, false, "cannot be simulated: " + p.status().message()});
+        continue;
+      }
+      points.push_back(std::move(*p));
+      todo.push_back(k);
+    }
+    if (todo.empty()) return out;
+    std::vector<sim::IsolatedJob> jobs;
+    for (const auto& p : points) {
+      for (auto& j : sim::MakeJobs(p, "")) jobs.push_back(std::move(j));
+    }
+    if (options_.on_progress) {
+      options_.on_progress(steps > 0 ? fmt::format("{} configurations for {} steps", todo.size(), steps)
+                                     : fmt::format("{} configurations ({} simulated so far)", todo.size(), configurations_));
+    }
+    auto results = sim::RunIsolated(jobs, std::max(1, options_.jobs));
+    simulations_ += static_cast<int>(jobs.size());
+    for (size_t i = 0; i < todo.size(); ++i) {
+      auto runs = sim::DecodePointRuns(results[2 * i], results[2 * i + 1]);
+      if (!runs.ok()) return runs.status().WithPrefix(DescribeKnobs(todo[i]) + ": ");
+      Evaluated e;
+      e.knobs = todo[i];
+      e.simulated = true;
+      e.metrics = MetricsOf(points[i], *runs);
+      e.objective = Objective(e.metrics, points[i].input.cpu_cores);
+      e.infeasible_because = StaticLimit(todo[i]);
+      e.feasible = e.infeasible_because.empty();
+      const double cache_bytes = todo[i].cache == "page_cache" ? ram_cache_bytes_ : 0;
+      if (e.feasible && memory_limit_bytes_ > 0 && e.metrics.peak_host_memory_bytes + cache_bytes > memory_limit_bytes_) {
+        e.feasible = false;
+        e.infeasible_because =
+            cache_bytes > 0
+                ? fmt::format("memory: predicted peak {:.2f} GiB + RAM cache {:.2f} GiB > limit {:.2f} GiB",
+                              e.metrics.peak_host_memory_bytes / (1 << 30), cache_bytes / (1 << 30),
+                              memory_limit_bytes_ / (1 << 30))
+                : fmt::format("memory: predicted peak {:.2f} GiB > limit {:.2f} GiB",
+                              e.metrics.peak_host_memory_bytes / (1 << 30), memory_limit_bytes_ / (1 << 30));
+      }
+      out.push_back(std::move(e));
+    }
+    return out;
   }
 
   double Objective(const PointMetrics& m, int cores) const {
@@ -210,11 +408,14 @@ class Search {
   }
 
   const scenarios::Scenario& scenario_;
+  const sim::PreparedPoint& base_;
   const std::string captured_format_;
   const TuneOptions& options_;
   sim::CostCache* cache_;
   int gpus_per_node_, ranks_;
   double memory_limit_bytes_;
+  const std::vector<ToolCheck>& tools_;
+  double ram_cache_bytes_ = 0;
   std::map<Knobs, Evaluated> memo_;
   int configurations_ = 0, simulations_ = 0;
   bool budget_exhausted_ = false;
@@ -236,23 +437,137 @@ std::string RejectionReason(const Evaluated& value, const Evaluated& chosen, con
   return fmt::format("{:+.1f}% against the chosen value", 100 * ratio);
 }
 
+int Changes(const Knobs& a, const Knobs& b);
+
+// The full-length runs halving may still make: the first ones in order within the budget left (the
+// rest are counted in `over_budget`, not simulated: the descent's budget is not exceeded).
+void FitBudget(const Search& search, std::vector<Knobs>* candidates, Halving* h) {
+  const size_t left = static_cast<size_t>(std::max(0, search.budget_left()));
+  if (candidates->size() <= left) return;
+  h->over_budget += static_cast<int>(candidates->size() - left);
+  candidates->resize(left);
+}
+
+// Successive halving over the joint neighbourhood of the descent's answer `best`: per axis the values
+// of its last step that came within o.contender_share of `best` (feasible ones), every combination of
+// them, those not simulated at full length yet ranked on short runs (full / eta^r steps, r = R..1, the
+// best ceil(n / eta) kept each time; ties keep the earlier: fewest changes from `best`, then knob
+// order), the survivors simulated at full length (within the budget) so that the answer is chosen from
+// full-length runs only.
+Status Halve(Search& search, const std::vector<const Axis*>& axes, const std::map<std::string, std::vector<Knobs>>& last,
+             const Knobs& best, int64_t full_steps, const TuneOptions& o, Halving* h) {
+  const Evaluated* here = search.Find(best);
+  std::set<Knobs> neighbourhood = {best};
+  for (const Axis* axis : axes) {
+    auto it = last.find(axis->name);
+    if (it == last.end()) continue;
+    std::vector<Knobs> contenders;
+    for (const auto& v : it->second) {
+      const Evaluated* e = search.Find(v);
+      if (e == nullptr || !e->feasible || axis->show(v) == axis->show(best)) continue;
+      if (here != nullptr && here->feasible) {
+        if (e->objective < here->objective * (1 - o.contender_share)) continue;
+        // A value predicting exactly what the chosen one predicts adds nothing the axis did not show.
+        if (std::abs(e->objective - here->objective) <= 1e-9 * std::abs(here->objective)) continue;
+      }
+      contenders.push_back(v);
+    }
+    std::set<Knobs> grown = neighbourhood;
+    for (const auto& k : neighbourhood) {
+      for (const auto& c : contenders) {
+        Knobs x = k;
+        axis->copy(c, &x);
+        grown.insert(x);
+      }
+    }
+    neighbourhood = std::move(grown);
+  }
+  h->neighbourhood = static_cast<int>(neighbourhood.size());
+  std::vector<Knobs> candidates;
+  for (const auto& k : neighbourhood) {
+    if (search.Find(k) != nullptr || !search.StaticLimit(k).empty()) continue;
+    candidates.push_back(k);
+  }
+  // Over the cap, those closest to the descent's answer (fewest changed settings) are kept.
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](const Knobs& a, const Knobs& b) { return Changes(a, best) < Changes(b, best); });
+  if (static_cast<int>(candidates.size()) > o.halving_max_candidates) {
+    h->dropped = static_cast<int>(candidates.size()) - o.halving_max_candidates;
+    candidates.resize(static_cast<size_t>(o.halving_max_candidates));
+  }
+  h->candidates = static_cast<int>(candidates.size());
+  if (candidates.empty()) {
+    h->skipped_because = "every combination of the contenders was already simulated at full length (or breaks a limit)";
+    return Status::Ok();
+  }
+  const int eta = std::max(2, o.halving_eta);
+  int rungs = 0;
+  for (int64_t d = eta; rungs < 2 && full_steps / d >= o.halving_min_steps; d *= eta) ++rungs;
+  if (static_cast<int>(candidates.size()) <= eta || rungs == 0) {
+    h->skipped_because = rungs == 0 ? fmt::format("runs of {} steps are too short to halve (shortest rung {} steps)",
+                                                  full_steps, o.halving_min_steps)
+                                    : fmt::format("{} candidate(s), no more than eta = {}: simulated at full length",
+                                                  candidates.size(), eta);
+    FitBudget(search, &candidates, h);
+    SIMREPLAY_RETURN_IF_ERROR(search.Evaluate(candidates));
+    h->rungs.push_back({full_steps, static_cast<int>(candidates.size()), static_cast<int>(candidates.size())});
+    return Status::Ok();
+  }
+  int64_t divisor = 1;
+  for (int r = 0; r < rungs; ++r) divisor *= eta;
+  for (int r = rungs; r >= 1; --r, divisor /= eta) {
+    const int64_t steps = full_steps / divisor;
+    const int before = search.simulations();
+    auto runs = search.EvaluateShort(candidates, steps);
+    if (!runs.ok()) return runs.status();
+    h->short_simulations += search.simulations() - before;
+    std::vector<size_t> rank(runs->size());
+    for (size_t i = 0; i < rank.size(); ++i) rank[i] = i;
+    std::stable_sort(rank.begin(), rank.end(),
+                     [&](size_t a, size_t b) { return Search::Score((*runs)[a]) > Search::Score((*runs)[b]); });
+    const size_t keep = std::max<size_t>(1, (runs->size() + static_cast<size_t>(eta) - 1) / static_cast<size_t>(eta));
+    std::vector<Knobs> kept;
+    for (size_t i = 0; i < keep && i < rank.size(); ++i) {
+      if (Search::Score((*runs)[rank[i]]) > kInfeasible) kept.push_back((*runs)[rank[i]].knobs);
+    }
+    h->rungs.push_back({steps, static_cast<int>(runs->size()), static_cast<int>(kept.size())});
+    candidates = std::move(kept);
+    if (candidates.empty()) return Status::Ok();
+  }
+  FitBudget(search, &candidates, h);
+  SIMREPLAY_RETURN_IF_ERROR(search.Evaluate(candidates));
+  h->rungs.push_back({full_steps, static_cast<int>(candidates.size()), static_cast<int>(candidates.size())});
+  return Status::Ok();
+}
+
 // How many settings `a` changes from `b`.
 int Changes(const Knobs& a, const Knobs& b) {
   return (a.num_workers != b.num_workers) + (a.prefetch_factor != b.prefetch_factor) + (a.pin_memory != b.pin_memory) +
-         (a.persistent_workers != b.persistent_workers) + (a.format != b.format) + (a.cpu_cores != b.cpu_cores);
+         (a.persistent_workers != b.persistent_workers) + (a.format != b.format) + (a.cpu_cores != b.cpu_cores) +
+         (a.sequential != b.sequential) + (a.cache != b.cache) + (a.bucket_bytes != b.bucket_bytes) +
+         (a.overlap != b.overlap) + (a.gpu_decode != b.gpu_decode);
 }
 
 }  // namespace
 
 bool Knobs::operator<(const Knobs& o) const {
-  return std::tie(num_workers, prefetch_factor, pin_memory, persistent_workers, format, cpu_cores) <
-         std::tie(o.num_workers, o.prefetch_factor, o.pin_memory, o.persistent_workers, o.format, o.cpu_cores);
+  return std::tie(num_workers, prefetch_factor, pin_memory, persistent_workers, format, cpu_cores, sequential, cache,
+                  bucket_bytes, overlap, gpu_decode) < std::tie(o.num_workers, o.prefetch_factor, o.pin_memory,
+                                                                o.persistent_workers, o.format, o.cpu_cores, o.sequential,
+                                                                o.cache, o.bucket_bytes, o.overlap, o.gpu_decode);
 }
 bool Knobs::operator==(const Knobs& o) const { return !(*this < o) && !(o < *this); }
 
 std::string DescribeKnobs(const Knobs& k) {
-  return fmt::format("num_workers={} prefetch_factor={} pin_memory={} persistent_workers={} format={} cpu_cores={}",
-                     k.num_workers, k.prefetch_factor, k.pin_memory, k.persistent_workers, k.format, k.cpu_cores);
+  std::string out = fmt::format("num_workers={} prefetch_factor={} pin_memory={} persistent_workers={} format={} cpu_cores={}",
+                                k.num_workers, k.prefetch_factor, k.pin_memory, k.persistent_workers, k.format, k.cpu_cores);
+  // The knobs most scenarios never search are named only when set.
+  if (k.sequential) out += " access=sequential";
+  if (!k.cache.empty()) out += " cache=" + k.cache;
+  if (k.bucket_bytes > 0) out += " bucket_bytes=" + ShowBytes(k.bucket_bytes);
+  if (k.overlap > 0) out += fmt::format(" overlap={:.3g}", k.overlap);
+  if (k.gpu_decode) out += " decode=gpu";
+  return out;
 }
 
 Result<TuneResult> Tune(const scenarios::Scenario& scenario, const TuneOptions& options, sim::CostCache* cache) {
@@ -291,6 +606,34 @@ Result<TuneResult> Tune(const scenarios::Scenario& scenario, const TuneOptions& 
   current.persistent_workers = scenario.loader.persistent_workers;
   current.format = scenario.data_format.empty() ? replay::ContainerOfManifest(base->costs->manifest) : scenario.data_format;
   current.cpu_cores = base->input.cpu_cores;
+  current.sequential = scenario.data_sequential;
+  current.bucket_bytes = scenario.collective.bucket_bytes;
+  current.overlap = scenario.collective.overlap;
+  current.gpu_decode = scenario.decode_on_gpu;
+
+  // Tools: the dated table against the trace's manifest; an incompatible one is never searched.
+  auto table = BuiltinToolTable();
+  if (!table.ok()) return table.status();
+  result.tools = CheckTools(*table, base->costs->manifest, current.format);
+  result.tools_checked = table->checked;
+
+  AxisContext context;
+  context.options = &options;
+  context.cores = current.cpu_cores;
+  context.gradient_bytes =
+      scenario.collective.gradient_bytes >= 0 ? scenario.collective.gradient_bytes : model.collective.gradient_bytes;
+  context.communicates = ranks > 1 && (context.gradient_bytes > 0 || model.collective.time_per_step_s > 0);
+  context.current_overlap = current.overlap;
+  context.current_bucket_bytes = current.bucket_bytes;
+  const auto& tiers = scenario.storage.tiers;
+  context.cache_applies = !tiers.empty() && IsRemoteTier(tiers.back().kind) &&
+                          std::none_of(tiers.begin(), tiers.end(), [](const models::StorageTier& t) {
+                            return t.kind == models::TierKind::kPageCache || t.kind == models::TierKind::kNvmeCache;
+                          });
+  for (const auto& t : result.tools) context.decode_tool_listed |= t.simulated_as == "decode.device=gpu";
+  const auto& manifest = base->costs->manifest;
+  context.has_media = manifest.contains("data") && manifest["data"].is_object() && manifest["data"].contains("mix") &&
+                      manifest["data"]["mix"].is_object() && !manifest["data"]["mix"].empty();
 
   result.constraints.push_back(
       capacity > 0 ? fmt::format("host memory: predicted peak <= {:.2f} GiB ({:.0f}% headroom of {:.2f} GiB, {})",
@@ -308,12 +651,51 @@ Result<TuneResult> Tune(const scenarios::Scenario& scenario, const TuneOptions& 
           models::TierKindName(t.kind)));
     }
   }
+  result.constraints.push_back(
+      "access: sequential only for containers with a streaming order (tar, tfrecord, parquet), and for a shuffled job "
+      "only with --allow-streaming (a streaming pass shuffles by shard and buffer, not globally)");
+  if (context.cache_applies) {
+    result.constraints.push_back(
+        options.cache_bytes > 0
+            ? fmt::format("cache: an NVMe cache of {:.2f} GiB per node (--cache-bytes) at the model's local-storage "
+                          "speed ({:g} s per request, {:.3g} GB/s per stream; storage.mode {})",
+                          options.cache_bytes / (1 << 30), model.storage.latency_s,
+                          model.storage.bandwidth_bytes_per_s / 1e9, model.storage.mode)
+            : "cache: no --cache-bytes: an NVMe cache tier is not searched");
+  } else if (!tiers.empty() || scenario.storage.kind == scenarios::StorageKind::kShared) {
+    result.constraints.push_back(
+        scenario.storage.kind == scenarios::StorageKind::kShared
+            ? "cache: not searched for storage.kind shared (its client page cache is the node's cache; storage.tiers "
+              "cannot be combined with it)"
+            : "cache: not searched (the storage tiers already have a cache, or the data is on a local tier)");
+  }
+  if (context.communicates) {
+    result.constraints.push_back(fmt::format(
+        "collective: bucket sizes 1-100 MiB below the {:.3g} MB of gradients (or one bucket); overlap at most the "
+        "backward share of the step, {:.3g} ({})",
+        context.gradient_bytes / 1e6, options.backward_share,
+        options.backward_share == 2.0 / 3.0 ? "assumed: backward costs about twice the forward" : "--backward-share"));
+  }
+  for (const auto& t : result.tools) {
+    if (t.compatible && t.simulated_as == "decode.device=gpu" && context.has_media) {
+      result.constraints.push_back("tool " + t.name + ": compatible; searched as " + t.simulated_as +
+                                   " with the assumed catalogue's GPU decoding costs (docs/modelling.md), never "
+                                   "measured here: a recommendation of it is a hypothesis to test first");
+    }
+    if (!t.compatible) {
+      std::string why;
+      for (const auto& r : t.incompatible) why += (why.empty() ? "" : "; ") + r;
+      result.constraints.push_back("tool " + t.name + ": incompatible with the trace's environment: " + why);
+    }
+  }
 
   // Axis order: by the profile's gain for the axis's knob, largest first; the rest keep their order.
+  // Axes that cannot apply to this scenario at all (no cluster, no remote tier, cost axes) are left out.
   std::vector<const Axis*> axes;
   std::vector<double> axis_gain;  // -inf: the knob has no relief in the profile
   for (const auto& a : Axes()) {
-    if (a.values(current, options, current.cpu_cores).empty() && a.name == "hardware.cpu_cores") continue;
+    const bool knob_dependent = a.name == "prefetch_factor" || a.name == "persistent_workers";
+    if (!knob_dependent && a.values(current, context).empty()) continue;
     double gain = kInfeasible;
     for (const auto& r : result.profile.reliefs) {
       if (!a.relief.empty() && r.relief.name == a.relief) gain = r.gain;
@@ -330,20 +712,31 @@ Result<TuneResult> Tune(const scenarios::Scenario& scenario, const TuneOptions& 
                                     : axes[i]->name + " (no relief in the profile: after the ranked axes)");
   }
 
-  Search search(scenario, current.format, options, cache, gpus_per_node, ranks, capacity > 0 ? memory_limit : 0);
+  Search search(scenario, *base, current.format, options, cache, capacity > 0 ? memory_limit : 0, result.tools);
   SIMREPLAY_RETURN_IF_ERROR(search.Evaluate({current}, /*reference=*/true));
   if (search.Find(current) == nullptr || search.Find(current)->metrics.train_samples_per_s <= 0) {
     return Status::InvalidArgument("the scenario's own configuration cannot be simulated: " +
                                    (search.Find(current) ? search.Find(current)->infeasible_because : std::string("?")));
   }
+  if (capacity > 0) search.SetRamCacheBytes(memory_limit - search.Find(current)->metrics.peak_host_memory_bytes);
+  if (context.cache_applies) {
+    result.constraints.push_back(
+        search.ram_cache_bytes() > 0
+            ? fmt::format("cache: a RAM cache takes the {:.2f} GiB the current configuration leaves under the memory "
+                          "limit, at the model's page-cache rate ({:.3g} GB/s); a configuration's peak + the cache must "
+                          "stay within the limit",
+                          search.ram_cache_bytes() / (1 << 30), model.storage.page_cache_bytes_per_s / 1e9)
+            : "cache: no host memory left (or known) for a RAM cache");
+  }
   Knobs best = current;
   std::map<std::string, std::vector<Rejection>> rejections;
+  std::map<std::string, std::vector<Knobs>> last_values;  // per axis, the values of its last step
   while (true) {
     ++result.passes;
     bool moved = false;
     for (size_t i : order) {
       const Axis& axis = *axes[i];
-      const std::vector<Knobs> values = axis.values(best, options, current.cpu_cores);
+      const std::vector<Knobs> values = axis.values(best, context);
       if (values.empty()) continue;
       SIMREPLAY_RETURN_IF_ERROR(search.Evaluate(values));
       // The axis's best feasible value (ties keep the earlier one); move only when it buys enough.
@@ -366,10 +759,13 @@ Result<TuneResult> Tune(const scenarios::Scenario& scenario, const TuneOptions& 
         if (e == nullptr || v == best) continue;
         list.push_back({axis.name, axis.show(v), RejectionReason(*e, taken, scenario, gpus_per_node)});
       }
+      last_values[axis.name] = values;
       if (search.budget_exhausted()) break;
     }
     if (!moved || search.budget_exhausted()) break;
   }
+
+  SIMREPLAY_RETURN_IF_ERROR(Halve(search, axes, last_values, best, FullSteps(*base), options, &result.halving));
 
   // The answer. Differences under kMoveThreshold are not meaningful, so among the feasible
   // configurations within it of the best simulated one, the one changing the fewest settings wins

@@ -23,9 +23,10 @@ constexpr const char* kTuneVerb = "simreplay tune";
 
 int RunTune(int argc, char** argv) {
   CLI::App app{
-      "Search the job's settings (num_workers, prefetch_factor, persistent_workers, pin_memory, data.format;\n"
-      "with --objective cost also the core count) for the best predicted configuration under host memory,\n"
-      "core and storage-stream limits. Writes DIR/tune.json (schema simreplay.tune/1, docs/advice.md) and,\n"
+      "Search the job's settings (num_workers, prefetch_factor, persistent_workers, pin_memory, data.format and\n"
+      "access, a cache tier in front of remote storage, for clusters the DDP bucket size and overlap, GPU\n"
+      "decoding where the dated tool-compatibility table allows it; with --objective cost also the core count)\n"
+      "for the best predicted configuration under host memory, core, storage-stream and cache limits. Writes DIR/tune.json (schema simreplay.tune/1, docs/advice.md) and,\n"
       "with --command, DIR/experiment.json: single-factor A/B tests of the change on your own job for\n"
       "`simreplay validate` (docs/validation-format.md)."};
   app.name(argv[0]);
@@ -53,6 +54,15 @@ int RunTune(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e6));
   app.add_option("--core-hour-price", options.core_hour_price, "cost objective: price of one CPU core-hour")
       ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--cache-bytes", options.cache_bytes,
+                 "local disk space per node a cache tier may take (NVMe cache in front of remote storage tiers; "
+                 "default 0: no NVMe cache searched)")
+      ->check(CLI::Range(0.0, 1e18));
+  app.add_flag("--allow-streaming", options.allow_streaming,
+               "search data.access sequential for a shuffled job too (shard + buffer shuffling instead of a global one)");
+  app.add_option("--backward-share", options.backward_share,
+                 "share of the GPU step that is backward, the most DDP can overlap (default 2/3, assumed)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--command", command,
                  "your training command as a template for the experiment spec, e.g. \"python3 train.py --workers "
                  "{num_workers} --trace {trace} --summary {summary}\" (placeholders: docs/validation-format.md)");
@@ -87,13 +97,18 @@ int RunTune(int argc, char** argv) {
   Status s = MakeDirectories(out_dir);
   if (s.ok()) s = WriteFileAtomically(out_dir + "/tune.json", advise::TuneJson(scenario_path, *result, options).dump(2) + "\n");
   const bool changes = !(result->best.knobs == result->current.knobs);
+  bool testable = true;  // the change has a factor validate's runner can set
   if (s.ok() && !request.command.empty() && changes) {
     request.batch_size = scenario->loader.batch_size;
     request.steps = scenario->train.steps > 0 ? scenario->train.steps : 60;
     request.seed = scenario->seed;
     request.memory_limit_bytes = result->memory_limit_bytes;
-    s = WriteFileAtomically(out_dir + "/experiment.json",
-                            advise::ExperimentSpec(scenario_path, *result, request).dump(2) + "\n");
+    const auto spec = advise::ExperimentSpec(scenario_path, *result, request);
+    if (spec["cases"].size() >= 2) {
+      s = WriteFileAtomically(out_dir + "/experiment.json", spec.dump(2) + "\n");
+    } else {
+      testable = false;
+    }
   }
   if (!s.ok()) return Fail(kTuneVerb, s);
   std::fputs(advise::TuneText(*result).c_str(), stdout);
@@ -102,6 +117,9 @@ int RunTune(int argc, char** argv) {
   std::string also;
   if (!changes) {
     also = " (no change to test: no experiment spec)";
+  } else if (!testable) {
+    also = " (the change sets nothing validate's runner can vary in your command: no experiment spec; apply it by "
+           "hand)";
   } else if (request.command.empty()) {
     also = " (give --command for an experiment spec on your own job)";
   } else {

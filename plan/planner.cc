@@ -225,6 +225,7 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
         row.step_time_s = steps[gpu].step_s;
         row.step_time_source = steps[gpu].source;
         row.samples_per_step = static_cast<double>(loader.batch_size) * accum * row.gpus;
+        row.compute_s_per_step = row.step_time_s * accum;
         switch (spec.target.kind) {
           case TargetSpec::Kind::kSamples:
             row.total_steps = CeilDiv(spec.target.value, row.samples_per_step);
@@ -315,9 +316,15 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
     row.throughput_samples_per_s =
         complete ? row.samples_per_step * row.total_steps / row.training_s : row.samples_per_step / row.steady.step_s;
     const json& metrics = run.metrics;
-    row.bottleneck = metrics.value("bottleneck", json::object()).value("stage", "");
-    row.bottleneck_evidence = metrics.value("bottleneck", json::object()).value("evidence", "");
     SimulatedCommunication(metrics, row.gpus, x.size(), &row.collective);
+    // What limits the candidate, from its own simulated step (plan/recommendation.h), not the
+    // utilisation signal.
+    const StepAttribution limit = AttributeStep(row);
+    row.bottleneck = limit.limiting == "none" ? "none (compute)" : limit.limiting;
+    row.bottleneck_evidence = fmt::format(
+        "simulated step {:.4g} s: compute {:.4g} s, exposed communication {:.4g} s, data loading and host {:.4g} s; "
+        "removing the largest non-compute part would buy at most {:+.1f}%",
+        limit.step_s, limit.compute_s, limit.exposed_comm_s, limit.data_host_s, 100 * limit.at_most_gain);
     if (!complete && !row.steady.steady) {
       AddUnique(&row.warnings, "not steady: " + row.steady.detail + " (estimate from the last half)");
     }

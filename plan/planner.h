@@ -56,6 +56,7 @@ struct CandidateRow {
   SteadyState steady;
   int64_t total_steps = 0;
   double samples_per_step = 0;
+  double compute_s_per_step = 0;  // the GPU compute of one optimizer step: step_time_s x micro-batches
   double throughput_samples_per_s = 0;
   double scaling_efficiency = 0;
   double training_s = 0;  // failure-free time of all training steps (extrapolated)

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "models/error_band.h"
 #include "plan/planner.h"
 
 namespace simreplay::plan {
@@ -36,6 +37,23 @@ json Brief(const CandidateRow& r) {
 }
 
 }  // namespace
+
+StepAttribution AttributeStep(const CandidateRow& r) {
+  StepAttribution a;
+  if (!r.simulated || r.throughput_samples_per_s <= 0) return a;
+  a.step_s = r.samples_per_step / r.throughput_samples_per_s;
+  a.compute_s = std::min(r.compute_s_per_step, a.step_s);
+  a.exposed_comm_s = std::min(std::max(0.0, r.collective.exposed_s), a.step_s - a.compute_s);
+  a.data_host_s = std::max(0.0, a.step_s - a.compute_s - a.exposed_comm_s);
+  const double part = std::max(a.exposed_comm_s, a.data_host_s);
+  a.at_most_gain = part < a.step_s ? a.step_s / (a.step_s - part) - 1 : 0;
+  if (a.at_most_gain < models::kMinActionableGain) {
+    a.limiting = "none";
+  } else {
+    a.limiting = a.exposed_comm_s >= a.data_host_s ? "network" : "data_pipeline";
+  }
+  return a;
+}
 
 double MarginalFractionOfLinear(double throughput_a, int gpus_a, double throughput_b, int gpus_b) {
   const double linear_gain = static_cast<double>(gpus_b) / gpus_a - 1;
@@ -110,17 +128,49 @@ json Recommend(const PlanSpec& spec, const std::vector<CandidateRow>& rows, bool
       const double fraction =
           MarginalFractionOfLinear(a.throughput_samples_per_s, a.gpus, b.throughput_samples_per_s, b.gpus);
       if (fraction >= spec.reservation.knee_fraction) continue;
+      const StepAttribution sa = AttributeStep(a), sb = AttributeStep(b);
       rec["knees"].push_back({{"gpu", gpu},
                               {"sharding", sharding},
                               {"nodes", a.nodes},
                               {"next_nodes", b.nodes},
-                              {"marginal_fraction_of_linear", fraction}});
-      text += fmt::format(
-          "Knee {} {}: beyond {} node{}, going to {} buys {:.0f}% of linear (under {:.0f}%); utilisation signal there: {}. ",
-          gpu, sharding, a.nodes, a.nodes == 1 ? "" : "s", b.nodes, 100 * fraction,
-          100 * spec.reservation.knee_fraction, b.bottleneck);
+                              {"marginal_fraction_of_linear", fraction},
+                              {"step_growth_s",
+                               {{"exposed_communication", sb.exposed_comm_s - sa.exposed_comm_s},
+                                {"data_and_host", sb.data_host_s - sa.data_host_s}}},
+                              {"limiting_at_next_nodes", sb.limiting},
+                              {"at_most_gain", sb.at_most_gain}});
+      std::string why = fmt::format(
+          "in the simulation the optimizer step grows from {:.3g} s to {:.3g} s ({:+.3g} s exposed communication, "
+          "{:+.3g} s data loading and host)",
+          sa.step_s, sb.step_s, sb.exposed_comm_s - sa.exposed_comm_s, sb.data_host_s - sa.data_host_s);
+      if (sb.limiting == "none") {
+        why += fmt::format("; at {} nodes no part of the step other than compute could buy {:.0f}% if removed",
+                           b.nodes, 100 * models::kMinActionableGain);
+      } else {
+        why += fmt::format("; at {} nodes the limiting part is {} (removing it entirely would buy at most {:+.0f}%)",
+                           b.nodes, sb.limiting == "network" ? "the network (exposed communication)" : "the data pipeline",
+                           100 * sb.at_most_gain);
+      }
+      text += fmt::format("Knee {} {}: beyond {} node{}, going to {} buys {:.0f}% of linear (under {:.0f}%); {}. ",
+                          gpu, sharding, a.nodes, a.nodes == 1 ? "" : "s", b.nodes, 100 * fraction,
+                          100 * spec.reservation.knee_fraction, why);
       break;
     }
+  }
+  // What limits each simulated candidate, from its own simulated step (see the header).
+  rec["candidates"] = json::array();
+  for (const auto& r : rows) {
+    if (!r.simulated) continue;
+    const StepAttribution a = AttributeStep(r);
+    rec["candidates"].push_back({{"gpu", r.gpu},
+                                 {"nodes", r.nodes},
+                                 {"sharding", r.sharding},
+                                 {"step_s", a.step_s},
+                                 {"compute_s", a.compute_s},
+                                 {"exposed_communication_s", a.exposed_comm_s},
+                                 {"data_and_host_s", a.data_host_s},
+                                 {"limiting", a.limiting},
+                                 {"at_most_gain", a.at_most_gain}});
   }
   int not_fitting = 0;
   for (const auto& r : rows) not_fitting += r.memory.fits ? 0 : 1;

@@ -3,8 +3,15 @@
 // training time at the pessimistic end of its interval, buffer included), the fastest
 // candidate, and per GPU type and sharding the knee where another node buys less than the stated
 // fraction of linear; with the reasoning in words.
+//
+// What limits a candidate is read from its own simulation, the way the causal verdict of `diagnose`
+// is (docs/advice.md): the simulated optimizer step splits into GPU compute, exposed communication and
+// the rest (data loading and host work); a part is named limiting only when removing it entirely
+// would buy at least models::kMinActionableGain (5%), so no plan output names a resource whose relief
+// the simulator predicts to buy less. The utilisation signal is not used.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,5 +27,16 @@ nlohmann::json Recommend(const PlanSpec& spec, const std::vector<CandidateRow>& 
 // Marginal return of going from `a` to `b` nodes (b > a) as a fraction of linear:
 //   ((thr_b / thr_a) - 1) / ((gpus_b / gpus_a) - 1).
 double MarginalFractionOfLinear(double throughput_a, int gpus_a, double throughput_b, int gpus_b);
+
+// The split of one candidate's simulated optimizer step and the part that limits it.
+struct StepAttribution {
+  double step_s = 0;           // simulated: samples per step / throughput
+  double compute_s = 0;        // GPU compute of the step (input)
+  double exposed_comm_s = 0;   // simulated communication the step waits for
+  double data_host_s = 0;      // the rest: data loading, host work, stragglers
+  std::string limiting;        // "network", "data_pipeline" or "none" (no part could buy 5%)
+  double at_most_gain = 0;     // removing the limiting part entirely: step / (step - part) - 1
+};
+StepAttribution AttributeStep(const CandidateRow& row);
 
 }  // namespace simreplay::plan

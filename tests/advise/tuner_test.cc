@@ -30,7 +30,7 @@ TEST(Tuner, NeverPicksAConfigurationThatBreaksALimitAndSaysWhatBoundIt) {
   // Nothing under 5% is ever recommended: either the current configuration stays or the gain is >= 5%.
   EXPECT_TRUE(r->best.knobs == r->current.knobs || r->gain >= kMinRecommendedGain) << r->gain;
   EXPECT_LE(r->configurations, o.budget);
-  EXPECT_EQ(r->simulations, 2 * r->configurations + r->profile.simulations);
+  EXPECT_EQ(r->simulations, 2 * r->configurations + r->halving.short_simulations + r->profile.simulations);
   // The best simulated feasible configuration is the answer unless it buys under 1% over the current one.
   // (Among those within 1% of the best, the fewest changes win: a runner-up may be up to 1% above.)
   const double ceiling =
@@ -73,10 +73,156 @@ TEST(Tuner, CostObjectiveNeedsPrices) {
   EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
 }
 
+const Rejection* FindRejection(const TuneResult& r, const std::string& axis, const std::string& value) {
+  for (const auto& x : r.rejections) {
+    if (x.axis == axis && x.value == value) return &x;
+  }
+  return nullptr;
+}
+
+bool AxisSearched(const TuneResult& r, const std::string& axis) {
+  for (const auto& a : r.axis_order) {
+    if (a.rfind(axis + " ", 0) == 0) return true;
+  }
+  return false;
+}
+
+// The quickstart ran torch 1.13 without CUDA on shuffled files: a streaming pass and GPU decoding are
+// named, never taken, each with the reason.
+TEST(Tuner, AccessAndGpuDecodingAreSearchedOnlyWhereTheJobAndItsEnvironmentAllow) {
+  sim::CostCache cache;
+  TuneOptions o;
+  o.jobs = 2;
+  o.budget = 30;
+  auto r = Tune(Quickstart({{"train", {{"steps", 20}}}}), o, &cache);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->best.knobs.sequential);
+  EXPECT_FALSE(r->best.knobs.gpu_decode);
+  const Rejection* access = FindRejection(*r, "data.access", "sequential");
+  ASSERT_NE(access, nullptr);
+  EXPECT_EQ(access->reason.rfind("access:", 0), 0u) << access->reason;
+  const Rejection* gpu = FindRejection(*r, "decode.device", "gpu");
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_NE(gpu->reason.find("compatibility: dali_gpu_decode"), std::string::npos) << gpu->reason;
+  EXPECT_NE(gpu->reason.find("versions.cuda = null"), std::string::npos) << gpu->reason;
+  bool dali_listed = false;
+  for (const auto& t : r->tools) dali_listed = dali_listed || (t.name == "dali_gpu_decode" && !t.compatible);
+  EXPECT_TRUE(dali_listed);
+  EXPECT_FALSE(r->tools_checked.empty());
+  // A single-node job has no collective axes, local storage no cache axis.
+  EXPECT_FALSE(AxisSearched(*r, "collective.bucket_bytes"));
+  EXPECT_FALSE(AxisSearched(*r, "storage.cache"));
+}
+
+// A job reading tar shards that allows a streaming pass gets it simulated.
+TEST(Tuner, AStreamingPassIsSimulatedWhenAllowed) {
+  sim::CostCache cache;
+  TuneOptions o;
+  o.jobs = 2;
+  o.budget = 30;
+  o.allow_streaming = true;
+  auto r = Tune(Quickstart({{"train", {{"steps", 20}}}, {"data", {{"format", "tar"}}}}), o, &cache);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Rejection* access = FindRejection(*r, "data.access", r->best.knobs.sequential ? "random" : "sequential");
+  ASSERT_NE(access, nullptr);
+  EXPECT_EQ(access->reason.find("access:"), std::string::npos) << "simulated, not ruled out: " << access->reason;
+}
+
+// Object-store reads (30 ms, 2 MB/s per stream, 4 streams per node) over three epochs: a cache tier
+// serves the later epochs. Without --cache-bytes the NVMe cache is not searched, and says so.
+TEST(Tuner, CacheTierInFrontOfRemoteStorageWithinCapacity) {
+  const nlohmann::json patch = {
+      {"train", {{"steps", nullptr}, {"epochs", 3}}},
+      {"storage",
+       {{"tiers", {{{"kind", "object_store"}, {"latency_s", 0.03}, {"bytes_per_s_per_stream", 2e6}, {"max_streams", 4}}}}}}};
+  sim::CostCache cache;
+  TuneOptions o;
+  o.jobs = 2;
+  o.budget = 30;
+  o.memory_bytes = 16e9;
+  auto without = Tune(Quickstart(patch), o, &cache);
+  ASSERT_TRUE(without.ok()) << without.status().message();
+  ASSERT_TRUE(AxisSearched(*without, "storage.cache"));
+  if (without->best.knobs.cache != "nvme_cache") {
+    const Rejection* nvme = FindRejection(*without, "storage.cache", "nvme_cache");
+    ASSERT_NE(nvme, nullptr);
+    EXPECT_NE(nvme->reason.find("--cache-bytes"), std::string::npos) << nvme->reason;
+  }
+  EXPECT_NE(without->best.knobs.cache, "nvme_cache");
+  o.cache_bytes = 1e9;
+  auto with = Tune(Quickstart(patch), o, &cache);
+  ASSERT_TRUE(with.ok()) << with.status().message();
+  EXPECT_FALSE(with->best.knobs.cache.empty()) << DescribeKnobs(with->best.knobs);
+  EXPECT_GE(with->gain, kMinRecommendedGain);
+  // The RAM cache counts against host memory: with room for nothing it is rejected for memory.
+  o.memory_bytes = 1.2e9;
+  o.memory_headroom = 0;
+  auto tight = Tune(Quickstart(patch), o, &cache);
+  if (tight.ok()) {
+    EXPECT_NE(tight->best.knobs.cache, "page_cache") << "a RAM cache beyond the memory limit";
+  }
+}
+
+// Two nodes exchanging 100 MB of gradients a step: bucket size and overlap are searched.
+TEST(Tuner, ClusterSearchesBucketSizeAndOverlap) {
+  sim::CostCache cache;
+  TuneOptions o;
+  o.jobs = 2;
+  o.budget = 30;
+  auto r = Tune(Quickstart({{"train", {{"steps", 20}}},
+                            {"cluster", {{"nodes", 2}, {"gpus_per_node", 1}}},
+                            {"hardware", {{"gpus", nullptr}}},
+                            {"collective", {{"algorithm", "ring"}, {"gradient_bytes", 1e8}}}}),
+                o, &cache);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(AxisSearched(*r, "collective.bucket_bytes"));
+  EXPECT_TRUE(AxisSearched(*r, "collective.overlap"));
+  // Overlap is never searched beyond the backward share of the step.
+  EXPECT_LE(r->best.knobs.overlap, o.backward_share + 1e-12);
+  bool bucket_named = false;
+  for (const auto& x : r->rejections) bucket_named = bucket_named || x.axis == "collective.bucket_bytes";
+  EXPECT_TRUE(bucket_named);
+}
+
+// Successive halving ranks the joint neighbourhood on short runs and simulates only the survivors at
+// full length; the same inputs give the same search whatever the parallelism.
+TEST(Tuner, SuccessiveHalvingOnSimulatedSteps) {
+  sim::CostCache cache;
+  TuneOptions o;
+  o.jobs = 1;
+  o.budget = 40;
+  o.contender_share = 1.0;  // every feasible value is a contender: a large neighbourhood
+  o.halving_max_candidates = 27;
+  const auto s = Quickstart({{"train", {{"steps", 90}}}});
+  auto r = Tune(s, o, &cache);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Halving& h = r->halving;
+  ASSERT_TRUE(h.skipped_because.empty()) << h.skipped_because;
+  ASSERT_EQ(h.rungs.size(), 3u);  // 90 steps: rungs of 10 and 30 steps, then the survivors at 90
+  EXPECT_EQ(h.rungs[0].steps, 10);
+  EXPECT_EQ(h.rungs[1].steps, 30);
+  EXPECT_EQ(h.rungs[2].steps, 90);
+  EXPECT_EQ(h.rungs[0].candidates, h.candidates);
+  EXPECT_LE(h.candidates, 27);
+  EXPECT_EQ(h.rungs[0].kept, (h.rungs[0].candidates + 2) / 3);
+  EXPECT_EQ(h.rungs[1].candidates, h.rungs[0].kept);
+  EXPECT_EQ(h.rungs[2].candidates, h.rungs[1].kept);
+  EXPECT_EQ(h.short_simulations, 2 * (h.rungs[0].candidates + h.rungs[1].candidates));
+  EXPECT_EQ(r->simulations, 2 * r->configurations + h.short_simulations + r->profile.simulations);
+  o.jobs = 2;
+  auto again = Tune(s, o, &cache);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(TuneJson("s", *r, o).dump(), TuneJson("s", *again, o).dump());
+}
+
 TEST(TuneOutputs, ExperimentSpecIsSingleFactorPerCase) {
   TuneResult r;
-  r.current.knobs = {2, 2, false, false, "files", 2};
-  r.best.knobs = {2, 4, true, false, "files", 2};
+  r.current.knobs.num_workers = 2;
+  r.current.knobs.format = "files";
+  r.current.knobs.cpu_cores = 2;
+  r.best.knobs = r.current.knobs;
+  r.best.knobs.prefetch_factor = 4;
+  r.best.knobs.pin_memory = true;
   ExperimentRequest q;
   q.command = {"python3", "train.py", "--workers", "{num_workers}"};
   q.batch_size = 8;
@@ -88,6 +234,11 @@ TEST(TuneOutputs, ExperimentSpecIsSingleFactorPerCase) {
   EXPECT_EQ(spec["run"]["command"][3], "{num_workers}");
   r.best.knobs.pin_memory = false;
   EXPECT_EQ(ExperimentSpec("s.json", r, q)["mode"], "ab");
+  // A change validate cannot set in a command (a cache tier) is named for applying by hand, not a case.
+  r.best.knobs.cache = "nvme_cache";
+  const auto by_hand = ExperimentSpec("s.json", r, q);
+  EXPECT_EQ(by_hand["cases"].size(), 2u);
+  EXPECT_NE(by_hand["description"].get<std::string>().find("cache = nvme_cache"), std::string::npos);
 }
 
 TEST(TuneOutputs, SplitCommandHonoursQuotes) {

@@ -60,6 +60,64 @@ TEST(DiagnoseCli, SaturatedObjectStoreIsNamedStorage) {
   EXPECT_EQ(d["verdict"]["critical_resource"], "storage") << d["verdict"]["text"];
 }
 
+// Observing a trace without sample records (a Kineto import) or a truncated one still gives the
+// observed half, saying what it cannot see; the hypotheses come from the scenario's own trace.
+TEST(DiagnoseCli, KinetoOnlyAndTruncatedTracesStillGetTheObservedPart) {
+  const fs::path dir = Fresh("diagnose_damaged");
+  fs::create_directories(dir);
+  const std::string trace = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/quickstart/trace.jsonl.gz";
+  // No sample records; and the first half of the file, cut inside a line (a killed capture).
+  ASSERT_EQ(simreplay::testing::RunShell("zcat " + trace + " | grep -v '\"type\":\"sample\"' > " +
+                                         (dir / "no_samples.jsonl").string())
+                .exit_code,
+            0);
+  ASSERT_EQ(simreplay::testing::RunShell("zcat " + trace + " | head -c $(( $(zcat " + trace + " | wc -c) / 2 )) > " +
+                                         (dir / "truncated.jsonl").string())
+                .exit_code,
+            0);
+  auto scenario = nlohmann::json::parse(Slurp(kQuickstart));
+  scenario.erase("sweep");
+  scenario["model"] = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/quickstart/model.json";
+  scenario["train"]["steps"] = 10;
+  std::ofstream(dir / "s.json") << scenario.dump();
+  for (const char* damaged : {"no_samples.jsonl", "truncated.jsonl"}) {
+    const fs::path out = dir / (std::string(damaged) + ".out");
+    auto r = RunCli("diagnose " + (dir / "s.json").string() + " --trace " + (dir / damaged).string() + " --out " +
+                    out.string() + " --jobs 2");
+    ASSERT_EQ(r.exit_code, 0) << damaged << ": " << r.output;
+    auto d = nlohmann::json::parse(Slurp(out / "diagnosis.json"));
+    const std::string cannot_see = d["observed"]["cannot_see"].dump();
+    EXPECT_NE(cannot_see.find(std::string(damaged) == "no_samples.jsonl" ? "no sample records" : "no footer"),
+              std::string::npos)
+        << cannot_see;
+    EXPECT_GT(d["observed"]["steps"].get<int>(), 0);
+  }
+}
+
+// A scenario replaying a trace without sample records (a Kineto import) gets the observed half, saying
+// what it cannot see, and hypotheses from its batches' load times, with a warning that says so.
+TEST(DiagnoseCli, ScenarioOnAKinetoOnlyTraceIsObservedAndSimulatedFromItsBatches) {
+  const fs::path dir = Fresh("diagnose_kineto_only");
+  fs::create_directories(dir);
+  const std::string trace = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/quickstart/trace.jsonl.gz";
+  ASSERT_EQ(simreplay::testing::RunShell("zcat " + trace + " | grep -v '\"type\":\"sample\"' > " +
+                                         (dir / "no_samples.jsonl").string())
+                .exit_code,
+            0);
+  nlohmann::json scenario = {{"trace", (dir / "no_samples.jsonl").string()},
+                             {"loader", {{"num_workers", 2}, {"batch_size", 8}}},
+                             {"hardware", {{"cpu_cores", 2}}},
+                             {"train", {{"steps", 10}}}};
+  std::ofstream(dir / "s.json") << scenario.dump();
+  auto r = RunCli("diagnose " + (dir / "s.json").string() + " --out " + (dir / "out").string() + " --jobs 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto d = nlohmann::json::parse(Slurp(dir / "out" / "diagnosis.json"));
+  EXPECT_NE(d["observed"]["cannot_see"].dump().find("no sample records"), std::string::npos);
+  EXPECT_GT(d["observed"]["steps"].get<int>(), 0);
+  EXPECT_FALSE(d["hypotheses"]["reliefs"].empty());
+  EXPECT_NE(d["warnings"].dump().find("no per-sample records"), std::string::npos) << d["warnings"].dump();
+}
+
 TEST(DiagnoseCli, BadScenarioIsOneLineExitThreeAndWritesNothing) {
   const fs::path dir = Fresh("diagnose_bad");
   fs::create_directories(dir);
@@ -89,6 +147,18 @@ TEST(TuneCli, WritesTuneJsonAndAnExperimentSpecThatValidateAccepts) {
   EXPECT_LE(t["search"]["configurations"].get<int>(), 16);
   EXPECT_GT(t["best"]["knobs"]["num_workers"].get<int>(), 0);
   EXPECT_GE(t["gain"].get<double>(), 0.05);
+  // The quickstart ran a CPU build of torch: GPU decoding is checked, ruled out and never suggested.
+  EXPECT_FALSE(t["tools_considered"]["checked"].get<std::string>().empty());
+  bool dali = false;
+  for (const auto& tool : t["tools_considered"]["tools"]) {
+    if (tool["name"] != "dali_gpu_decode") continue;
+    dali = true;
+    EXPECT_FALSE(tool["compatible"].get<bool>());
+    EXPECT_FALSE(tool["suggested"].get<bool>());
+  }
+  EXPECT_TRUE(dali);
+  EXPECT_EQ(t["best"]["knobs"]["decode_device"], "cpu");
+  EXPECT_NE(r.output.find("NOT compatible, never suggested"), std::string::npos) << r.output;
   auto spec = nlohmann::json::parse(Slurp(out / "experiment.json"));
   EXPECT_EQ(spec["schema"], "simreplay.experiment/1");
   EXPECT_EQ(spec["run"]["command"][0], "/usr/bin/python3");

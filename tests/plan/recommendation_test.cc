@@ -64,6 +64,45 @@ TEST(Recommendation, CheapestThatFitsFastestAndKnee) {
   EXPECT_NE(text.find("beyond 2 nodes"), std::string::npos) << text;
 }
 
+TEST(Recommendation, KneeAndCandidatesNameWhatTheSimulatedStepSpendsNotTheUtilisationSignal) {
+  PlanSpec spec;
+  spec.reservation.days = {30};
+  spec.reservation.knee_fraction = 0.5;
+  // 64 samples per step; 1 s of compute per step. 1 node: 64 samples/s -> step 1.0 s, 0 s exposed.
+  // 2 nodes: 128 samples per step at 80/s -> step 1.6 s, of which 0.55 s exposed communication.
+  std::vector<CandidateRow> rows = {Row("a", 1, 64, 20, 25, 1000), Row("a", 2, 80, 16, 19, 1600)};
+  rows[0].samples_per_step = 64;
+  rows[1].samples_per_step = 128;
+  for (auto& r : rows) r.compute_s_per_step = 1.0;
+  rows[1].collective.exposed_s = 0.55;
+  nlohmann::json rec = Recommend(spec, rows, false);
+  ASSERT_EQ(rec["knees"].size(), 1u);
+  EXPECT_EQ(rec["knees"][0]["limiting_at_next_nodes"], "network");
+  EXPECT_NEAR(rec["knees"][0]["step_growth_s"]["exposed_communication"].get<double>(), 0.55, 1e-9);
+  EXPECT_NEAR(rec["knees"][0]["step_growth_s"]["data_and_host"].get<double>(), 0.05, 1e-9);
+  const std::string text = rec["text"];
+  EXPECT_EQ(text.find("utilisation signal"), std::string::npos) << text;
+  EXPECT_NE(text.find("limiting part is the network"), std::string::npos) << text;
+  // The 1-node candidate spends its whole step computing: nothing could buy 5%, nothing is named.
+  ASSERT_EQ(rec["candidates"].size(), 2u);
+  EXPECT_EQ(rec["candidates"][0]["limiting"], "none");
+  EXPECT_EQ(rec["candidates"][1]["limiting"], "network");
+  EXPECT_NEAR(rec["candidates"][1]["at_most_gain"].get<double>(), 1.6 / 1.05 - 1, 1e-9);
+}
+
+TEST(Recommendation, APartUnderFivePercentIsNeverNamed) {
+  CandidateRow r = Row("a", 2, 100, 1, 1, 1);
+  r.samples_per_step = 100;  // step 1 s
+  r.compute_s_per_step = 0.96;
+  r.collective.exposed_s = 0.03;  // removing it buys 3.1%; the data part 0.01 s buys 1%
+  const StepAttribution a = AttributeStep(r);
+  EXPECT_EQ(a.limiting, "none");
+  EXPECT_LT(a.at_most_gain, 0.05);
+  r.collective.exposed_s = 0.0;
+  r.compute_s_per_step = 0.9;  // 0.1 s of data loading and host: removing it buys 11%
+  EXPECT_EQ(AttributeStep(r).limiting, "data_pipeline");
+}
+
 TEST(Recommendation, NothingFitsAndProvisionalSayso) {
   PlanSpec spec;
   spec.reservation.days = {7};
