@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "models/scaling_knee.h"
 #include "plan/planner.h"
 
 namespace simreplay::plan {
@@ -36,11 +37,6 @@ json Brief(const CandidateRow& r) {
 }
 
 }  // namespace
-
-double MarginalFractionOfLinear(double throughput_a, int gpus_a, double throughput_b, int gpus_b) {
-  const double linear_gain = static_cast<double>(gpus_b) / gpus_a - 1;
-  return linear_gain > 0 ? (throughput_b / throughput_a - 1) / linear_gain : 0;
-}
 
 json Recommend(const PlanSpec& spec, const std::vector<CandidateRow>& rows, bool provisional) {
   json rec = json::object();
@@ -101,26 +97,29 @@ json Recommend(const PlanSpec& spec, const std::vector<CandidateRow>& rows, bool
       groups.emplace_back(r.gpu, r.sharding);
   }
   for (const auto& [gpu, sharding] : groups) {
-    std::vector<const CandidateRow*> curve;
+    std::vector<const CandidateRow*> group;  // nodes ascending (the rows' order)
+    std::vector<models::ScalingSample> samples;
     for (const auto& r : rows) {
-      if (r.simulated && r.gpu == gpu && r.sharding == sharding) curve.push_back(&r);
+      if (r.simulated && r.gpu == gpu && r.sharding == sharding) {
+        group.push_back(&r);
+        samples.push_back({r.gpus, r.throughput_samples_per_s});
+      }
     }
-    for (size_t k = 0; k + 1 < curve.size(); ++k) {
-      const auto &a = *curve[k], &b = *curve[k + 1];
-      const double fraction =
-          MarginalFractionOfLinear(a.throughput_samples_per_s, a.gpus, b.throughput_samples_per_s, b.gpus);
-      if (fraction >= spec.reservation.knee_fraction) continue;
-      rec["knees"].push_back({{"gpu", gpu},
-                              {"sharding", sharding},
-                              {"nodes", a.nodes},
-                              {"next_nodes", b.nodes},
-                              {"marginal_fraction_of_linear", fraction}});
-      text += fmt::format(
-          "Knee {} {}: beyond {} node{}, going to {} buys {:.0f}% of linear (under {:.0f}%); utilisation signal there: {}. ",
-          gpu, sharding, a.nodes, a.nodes == 1 ? "" : "s", b.nodes, 100 * fraction,
-          100 * spec.reservation.knee_fraction, b.bottleneck);
-      break;
-    }
+    // The knee as what-if defines it (models/scaling_knee.h).
+    const auto curve = models::ComputeScaling(samples);
+    const int knee = models::FindKnee(curve, spec.reservation.knee_fraction);
+    if (knee < 1) continue;
+    const auto &a = *group[static_cast<size_t>(knee) - 1], &b = *group[static_cast<size_t>(knee)];
+    const double fraction = curve[static_cast<size_t>(knee)].marginal_fraction;
+    rec["knees"].push_back({{"gpu", gpu},
+                            {"sharding", sharding},
+                            {"nodes", a.nodes},
+                            {"next_nodes", b.nodes},
+                            {"marginal_fraction_of_linear", fraction}});
+    text += fmt::format(
+        "Knee {} {}: beyond {} node{}, going to {} buys {:.0f}% of linear (under {:.0f}%); utilisation signal there: {}. ",
+        gpu, sharding, a.nodes, a.nodes == 1 ? "" : "s", b.nodes, 100 * fraction, 100 * spec.reservation.knee_fraction,
+        b.bottleneck);
   }
   int not_fitting = 0;
   for (const auto& r : rows) not_fitting += r.memory.fits ? 0 : 1;
