@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/json_fields.h"
+#include "models/collective_model.h"
 #include "common/quantile.h"
 #include "replay/trace_reader.h"
 
@@ -30,7 +31,7 @@ Result<double> Number(const nlohmann::json& j, const std::string& key, const std
 }
 
 // Ring all-reduce: 2(n-1) steps, busbw / algbw = 2(n-1)/n.
-double AllReduceBusFactor(int n) { return n > 1 ? 2.0 * (n - 1) / n : 1.0; }
+double AllReduceBusFactor(int n) { return n > 1 ? models::AllReduceBusFraction(n) : 1.0; }
 
 nlohmann::json FitJson(const AlphaBetaFit& f) {
   return {{"alpha_s", f.alpha_s},

@@ -2,14 +2,18 @@
 
 namespace simreplay::models {
 
+double AllReduceBusFraction(int n) { return n > 1 ? 2.0 * (n - 1) / n : 0.0; }
+
+double HalfCollectiveBusFraction(int n) { return n > 1 ? (n - 1.0) / n : 0.0; }
+
 double RingAllReduceS(int n, double bytes, double bytes_per_s, double step_latency_s) {
   if (n <= 1) return 0;
-  return 2.0 * (n - 1) / n * bytes / bytes_per_s + 2.0 * (n - 1) * step_latency_s;
+  return AllReduceBusFraction(n) * bytes / bytes_per_s + 2.0 * (n - 1) * step_latency_s;
 }
 
 double RingHalfS(int n, double bytes, double bytes_per_s, double step_latency_s) {
   if (n <= 1) return 0;
-  return (n - 1.0) / n * bytes / bytes_per_s + (n - 1.0) * step_latency_s;
+  return HalfCollectiveBusFraction(n) * bytes / bytes_per_s + (n - 1.0) * step_latency_s;
 }
 
 double HierarchicalAllReduceS(int nodes, int gpus, double bytes, double intra_bytes_per_s, double intra_step_latency_s,

@@ -2,10 +2,17 @@
 // NCCL's documentation (nccl-tests doc/PERFORMANCE.md): a ring all-reduce of S bytes over n ranks moves
 // 2(n-1)/n x S through every rank's link in 2(n-1) steps. The simulator runs the same algorithms as
 // SimGrid flows (sim/collectives.cc) so they contend with other traffic; these forms are what the
-// flows reduce to when nothing else runs, and what the tests check them against.
+// flows reduce to when nothing else runs, and what the tests check them against. The project's one
+// home of these formulas: the simulator's analytic collectives, the model file's per-step estimate,
+// the network calibration and the planner's closed form all call them.
 #pragma once
 
 namespace simreplay::models {
+
+// The share of S each rank's link carries (nccl-tests' busbw / algbw): all-reduce 2(n-1)/n;
+// reduce-scatter and all-gather (n-1)/n. 0 for one rank (nothing moves).
+double AllReduceBusFraction(int n);
+double HalfCollectiveBusFraction(int n);
 
 // Ring all-reduce: 2(n-1)/n x S / B + 2(n-1) x step latency.
 double RingAllReduceS(int n, double bytes, double bytes_per_s, double step_latency_s);

@@ -14,6 +14,11 @@ struct ErrorBand {
   std::string source =
       "docs/validation.md, the two quiet suite runs of 2026-12-01 (commits 76c8f82 and 28e4ca7): train "
       "throughput errors -20.8% to +13.1% (held-out and development cases)";
+  // Where the band was measured, so nobody reads it as holding beyond that: what every use must say.
+  std::string scope =
+      "one 2-core host; the accelerator step emulated (a sleep of the stated step time: no GPU); single-node "
+      "cases of 1 rank, and the multi-node cases' 2-4 emulated nodes in network namespaces on that host; "
+      "predictions of larger clusters, other machines or real GPU steps lie outside it";
 };
 
 // A predicted value's interval [value x (1 + low), value x (1 + high)]: the measured value lies there

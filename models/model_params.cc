@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/json_fields.h"
+#include "models/collective_model.h"
 
 namespace simreplay::models {
 
@@ -12,9 +13,7 @@ double ModelParams::CollectiveTimeS(int ranks) const {
   if (ranks <= 1) return 0.0;
   if (collective.time_per_step_s > 0) return collective.time_per_step_s;
   if (collective.gradient_bytes <= 0) return 0.0;
-  double n = ranks;
-  return 2.0 * (n - 1) * collective.alpha_s +
-         2.0 * (n - 1) / n * collective.gradient_bytes / collective.bus_bytes_per_s;
+  return RingAllReduceS(ranks, collective.gradient_bytes, collective.bus_bytes_per_s, collective.alpha_s);
 }
 
 namespace {

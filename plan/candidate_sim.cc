@@ -9,7 +9,7 @@ namespace simreplay::plan {
 
 namespace {
 
-constexpr const char* kCandidateRunSchema = "simreplay.plan-candidate/1";
+constexpr const char* kCandidateRunSchema = "simreplay.plan-candidate/2";
 
 // The scenario's own cluster keys (topology, stragglers) stay; the candidate sets its size and links.
 nlohmann::json ClusterJson(const CandidateSimSetup& setup) {
@@ -31,7 +31,7 @@ double SimulatedBucketBytes(double gradient_bytes, double overlap) {
   return std::max(kDdpBucketBytes, gradient_bytes / kMaxSimulatedBuckets);
 }
 
-Result<sim::PreparedPoint> PrepareCandidate(const CandidateSimSetup& setup, int64_t steps, sim::CostCache* cache) {
+Result<scenarios::Scenario> CandidateScenario(const CandidateSimSetup& setup, int64_t steps) {
   nlohmann::json j = setup.scenario_json;
   j["hardware"]["gpus"] = setup.gpus_per_node;
   j["cluster"] = ClusterJson(setup);
@@ -49,7 +49,11 @@ Result<sim::PreparedPoint> PrepareCandidate(const CandidateSimSetup& setup, int6
   train["steps"] = steps;
   train["step_time_s"] = setup.step_time_s;
   train["dataset_samples"] = setup.dataset_samples;
-  auto scenario = scenarios::ParseScenario(j, setup.scenario_path, scenarios::DirectoryOf(setup.scenario_path));
+  return scenarios::ParseScenario(j, setup.scenario_path, scenarios::DirectoryOf(setup.scenario_path));
+}
+
+Result<sim::PreparedPoint> PrepareCandidate(const CandidateSimSetup& setup, int64_t steps, sim::CostCache* cache) {
+  auto scenario = CandidateScenario(setup, steps);
   if (!scenario.ok()) return scenario.status();
   auto point = sim::PreparePoint(*scenario, cache);
   if (!point.ok()) return point.status();
@@ -68,41 +72,55 @@ sim::IsolatedJob MakeCandidateJob(const sim::PreparedPoint& point) {
     // finished step k (the step's collective needs all of them), so the record holds steps in groups of
     // `ranks`, and a step lasts its group's longest interval.
     const auto ranks = static_cast<size_t>(point.input.scenario.cluster.Ranks());
-    std::vector<double> intervals;
+    CandidateRun run;
     for (size_t i = 0; i + ranks <= stats->step_s.size(); i += ranks) {
-      intervals.push_back(*std::max_element(stats->step_s.begin() + static_cast<std::ptrdiff_t>(i),
-                                            stats->step_s.begin() + static_cast<std::ptrdiff_t>(i + ranks)));
+      run.interval_s.push_back(*std::max_element(stats->step_s.begin() + static_cast<std::ptrdiff_t>(i),
+                                                 stats->step_s.begin() + static_cast<std::ptrdiff_t>(i + ranks)));
     }
-    nlohmann::json metrics = sim::SummarizeMetrics(point.input, *stats);
-    if (metrics.contains("cluster")) {  // per-rank arrays grow with the cluster; the plan reads totals
-      metrics["cluster"].erase("per_rank");
-      metrics["cluster"].erase("per_node");
-    }
-    nlohmann::json out = {{"interval_s", intervals}, {"metrics", metrics}};
-    return out.dump();
+    run.collective_s = stats->collective_s;
+    run.exposed_comm_s = stats->exposed_comm_s;
+    const sim::Bottleneck bottleneck = sim::FindBottleneck(point.input, *stats);
+    run.bottleneck_stage = bottleneck.stage;
+    run.bottleneck_evidence = bottleneck.evidence;
+    return CandidateRunJson(run).dump();
   };
 }
 
 Result<CandidateRun> ParseCandidateRun(const Result<std::string>& output) {
   if (!output.ok()) return output.status();
-  CandidateRun run;
   auto j = nlohmann::json::parse(*output, nullptr, false);
-  if (j.is_discarded() || !j.contains("interval_s")) return Status::Internal("candidate simulation: bad output");
-  run.interval_s = j["interval_s"].get<std::vector<double>>();
-  run.metrics = j["metrics"];
-  if (run.interval_s.empty()) return Status::Internal("candidate simulation recorded no optimizer step");
+  if (j.is_discarded()) return Status::Internal("candidate simulation: output is not JSON");
+  auto run = CandidateRunFromJson(j);
+  if (!run.ok()) return Status::Internal("candidate simulation: " + run.status().message());
   return run;
 }
 
 nlohmann::json CandidateRunJson(const CandidateRun& run) {
-  return {{"kind", kCandidateRunSchema}, {"interval_s", run.interval_s}, {"metrics", run.metrics}};
+  // The point store keeps a result's figures under "metrics" (scenarios/point_store.h).
+  return {{"kind", kCandidateRunSchema},
+          {"interval_s", run.interval_s},
+          {"metrics",
+           {{"collective_s", run.collective_s},
+            {"exposed_comm_s", run.exposed_comm_s},
+            {"bottleneck", {{"stage", run.bottleneck_stage}, {"evidence", run.bottleneck_evidence}}}}}};
 }
 
 Result<CandidateRun> CandidateRunFromJson(const nlohmann::json& j) {
+  auto number = [](const nlohmann::json& o, const char* key) {
+    return o.contains(key) && o[key].is_number() && o[key].get<double>() >= 0;
+  };
+  auto text = [](const nlohmann::json& o, const char* key) { return o.contains(key) && o[key].is_string(); };
   if (!j.is_object() || j.value("kind", "") != kCandidateRunSchema || !j.contains("interval_s") ||
       !j["interval_s"].is_array() || !j.contains("metrics") || !j["metrics"].is_object()) {
     return Status::Corruption(std::string("expected a plan candidate (kind ") + kCandidateRunSchema +
-                              ", interval_s, metrics), found another kind of point");
+                              ": interval_s, metrics), found another kind of point");
+  }
+  const nlohmann::json& m = j["metrics"];
+  if (!number(m, "collective_s") || !number(m, "exposed_comm_s") || !m.contains("bottleneck") ||
+      !m["bottleneck"].is_object() || !text(m["bottleneck"], "stage") || !text(m["bottleneck"], "evidence")) {
+    return Status::Corruption(
+        "metrics: expected collective_s and exposed_comm_s (numbers >= 0) and bottleneck {stage, evidence}, found " +
+        m.dump().substr(0, 200));
   }
   CandidateRun run;
   for (const auto& x : j["interval_s"]) {
@@ -112,7 +130,10 @@ Result<CandidateRun> CandidateRunFromJson(const nlohmann::json& j) {
     run.interval_s.push_back(x.get<double>());
   }
   if (run.interval_s.empty()) return Status::Corruption("interval_s: expected at least one step, found none");
-  run.metrics = j["metrics"];
+  run.collective_s = m["collective_s"].get<double>();
+  run.exposed_comm_s = m["exposed_comm_s"].get<double>();
+  run.bottleneck_stage = m["bottleneck"]["stage"].get<std::string>();
+  run.bottleneck_evidence = m["bottleneck"]["evidence"].get<std::string>();
   return run;
 }
 

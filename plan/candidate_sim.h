@@ -47,17 +47,28 @@ struct CandidateSimSetup {
   CandidateNetwork network;
 };
 
+// The candidate's scenario for `steps` optimizer steps, as the scenario loader reads it (its limits on
+// cluster size and simulator memory apply).
+Result<scenarios::Scenario> CandidateScenario(const CandidateSimSetup& setup, int64_t steps);
+
 // Prepares the cluster simulation of `steps` optimizer steps (in the parent: children inherit the
 // costs). DistributedSampler splits the whole dataset over the N x G ranks.
 Result<sim::PreparedPoint> PrepareCandidate(const CandidateSimSetup& setup, int64_t steps, sim::CostCache* cache);
 
-// The job: simulates `point` and returns {"interval_s": [per optimizer step], "metrics": {...}}.
-sim::IsolatedJob MakeCandidateJob(const sim::PreparedPoint& point);
-
+// What the simulator hands the planner for one candidate: a typed record, read from the simulation's
+// own statistics (no JSON looked up by key). JSON exists only at the edges: the forked child's
+// output and the plan's point files (CandidateRunJson / CandidateRunFromJson, schema
+// simreplay.plan-candidate/2: interval_s, and metrics {collective_s, exposed_comm_s, bottleneck}).
 struct CandidateRun {
-  std::vector<double> interval_s;
-  nlohmann::json metrics;  // sim/metrics.h SummarizeMetrics, without the per-rank and per-node arrays
+  std::vector<double> interval_s;   // per optimizer step (the slowest rank's)
+  double collective_s = 0;          // time inside collectives, summed over ranks (barrier waits included)
+  double exposed_comm_s = 0;        // optimizer-step time after backward ended, summed over ranks
+  std::string bottleneck_stage;     // sim/metrics.h FindBottleneck
+  std::string bottleneck_evidence;
 };
+
+// The job: simulates `point` and returns its CandidateRun as JSON.
+sim::IsolatedJob MakeCandidateJob(const sim::PreparedPoint& point);
 Result<CandidateRun> ParseCandidateRun(const Result<std::string>& output);
 
 // A run as stored in a plan's point file (scenarios/point_store.h), and back.

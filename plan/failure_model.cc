@@ -30,8 +30,8 @@ FailureModelSpec DefaultFailureModel() {
   FailureModelSpec s;
   s.gpu_mtbf_h = Assumed(kDefaultGpuMtbfH,
                          fmt::format("{}: 6.50 failures per 1,000 node-days = 29,538 GPU-hours per failure, 60% "
-                                     "of them GPUs (Llama 3 report, Meta 2024: about 59% of unexpected "
-                                     "interruptions)",
+                                     "of them GPUs (Llama 3 report, arXiv 2407.21783, Table 5: GPU issues 58.7% of 419 "
+                                     "unexpected interruptions)",
                                      kMeta));
   s.node_mtbf_h = Assumed(kDefaultNodeMtbfH,
                           fmt::format("{}: 3,692 node-hours per failure, 20% assumed host hardware", kMeta));

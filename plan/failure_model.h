@@ -14,8 +14,10 @@ namespace simreplay::plan {
 // Default component rates: the all-cause rate of Meta's RSC-1 cluster (Kokolis et al., "Revisiting
 // Reliability in Large-Scale Machine Learning Research Clusters", HPCA 2025, arXiv 2410.21680: 6.50
 // failures per 1,000 node-days of 8 A100, i.e. one per 3,692 node-hours or 29,538 GPU-hours), split
-// 60% GPU (the Llama 3 report attributes about 59% of 419 unexpected interruptions to GPUs), 20% the
-// rest of the node, 20% network and other (the last two shares assumed).
+// 60% GPU (Dubey et al., "The Llama 3 Herd of Models", arXiv 2407.21783, Table 5: GPU issues 58.7% of
+// 419 unexpected interruptions; network switches and cables 8.4%, CPUs 2 of 419), 20% the rest of the
+// node, 20% network and other (the last two shares assumed: the paper's remaining ~33% is software,
+// host and unattributed causes, not split further here).
 inline constexpr double kDefaultGpuMtbfH = 49230;      // 29,538 GPU-hours / 0.6
 inline constexpr double kDefaultNodeMtbfH = 18460;     // 3,692 node-hours / 0.2
 inline constexpr double kDefaultNetworkMtbfH = 18460;  // 3,692 node-hours / 0.2

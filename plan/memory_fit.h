@@ -1,6 +1,11 @@
-// Memory per GPU of a candidate (docs/planning.md, "Memory"): model states by optimizer and precision
-// (replicated under DDP, sharded across all GPUs under FSDP / ZeRO-3) plus activations, against the
-// device's capacity less a headroom.
+// Memory per GPU of a candidate (docs/planning.md, "Memory" and "Sharding: one assumption for memory
+// and traffic"): model states by optimizer and precision plus activations, against the device's
+// capacity less a headroom. DDP replicates every state. FSDP follows what the simulator's FSDP
+// communication does (sim/simulation.cc): with one micro-batch per optimizer step every state is
+// sharded across all GPUs (FULL_SHARD: parameters gathered per unit and freed, gradients
+// reduce-scattered); with gradient accumulation the collectives run on the last micro-batch only,
+// so the parameters stay gathered and the gradients accumulate unsharded across the micro-batches
+// (FSDP's no_sync), and only the optimizer state and master copy stay sharded.
 #pragma once
 
 #include <string>
@@ -23,7 +28,8 @@ struct MemoryFit {
 
 // `measured_peak_bytes` > 0: a preflight's peak memory of one GPU holding the full (unsharded) states
 // and one micro-batch; it replaces the formula for DDP, and for FSDP the sharded part is taken off it.
+// `grad_accum`: micro-batches per optimizer step (the scenario's train.grad_accum).
 MemoryFit FitMemory(const ModelSpec& model, bool fsdp, int gpus, const models::Accelerator& gpu,
-                    double measured_peak_bytes = 0);
+                    double measured_peak_bytes = 0, int grad_accum = 1);
 
 }  // namespace simreplay::plan

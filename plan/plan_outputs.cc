@@ -141,6 +141,12 @@ json RowJson(const PlanOutcome& o, const CandidateRow& r) {
   j["bottleneck_evidence"] = r.bottleneck_evidence;
   j["assumed"] = r.assumed;
   j["warnings"] = r.warnings;
+  j["extrapolations"] = json::array();
+  for (const auto& e : r.extrapolations) {
+    j["extrapolations"].push_back({{"kind", ExtrapolationKindName(e.kind)}, {"what", e.what}});
+  }
+  j["global_batch_samples"] = Num(r.samples_per_step);
+  j["samples_to_target_multiplier"] = Num(r.samples_to_target_multiplier);
   return j;
 }
 
@@ -586,7 +592,7 @@ std::string PlanHtml(const PlanOutcome& o) {
     }
   }
   if (!warnings.empty()) {
-    html += "<h2>Warnings (they widen the intervals)</h2><ul class=\"warn\">";
+    html += "<h2>Warnings</h2><ul class=\"warn\">";
     for (const auto& w : warnings) html += "<li>" + HtmlEscape(w) + "</li>";
     html += "</ul>\n";
   }

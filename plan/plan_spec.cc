@@ -44,9 +44,17 @@ Status ParseTarget(const PlanReader& r, const json& j, TargetSpec* t) {
 }
 
 Status ParseJob(const PlanReader& r, const json& j, PlanSpec* plan) {
-  SIMREPLAY_RETURN_IF_ERROR(r.Keys(j, "/job", {"target", "model", "eval", "checkpoint", "phases"}));
+  SIMREPLAY_RETURN_IF_ERROR(r.Keys(j, "/job", {"target", "global_batch", "model", "eval", "checkpoint", "phases"}));
   if (!j.contains("target")) return r.Error("/job", "missing required object 'job.target'");
   SIMREPLAY_RETURN_IF_ERROR(ParseTarget(r, j["target"], &plan->target));
+  if (j.contains("global_batch")) {
+    const std::string at = "/job/global_batch";
+    auto& b = plan->global_batch;
+    SIMREPLAY_RETURN_IF_ERROR(r.Keys(j["global_batch"], at, {"critical_batch_samples", "reference_samples"}));
+    SIMREPLAY_RETURN_IF_ERROR(
+        r.Number(j["global_batch"], at, "critical_batch_samples", &b.critical_batch_samples, true, 1, 1e12));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(j["global_batch"], at, "reference_samples", &b.reference_samples, false, 1, 1e12));
+  }
 
   if (!j.contains("model")) return r.Error("/job", "missing required object 'job.model'");
   const json& m = j["model"];
@@ -147,8 +155,12 @@ Status ParseCandidates(const PlanReader& r, const json& j, CandidatesSpec* c) {
   for (size_t i = 0; i < j["nodes"].size(); ++i) {
     const auto& v = j["nodes"][i];
     const std::string p = at + "/nodes/" + std::to_string(i);
-    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 4096) {
-      return r.Error(p, "'candidates.nodes' values must be whole numbers in [1, 4096], found " + v.dump());
+    // The scenario loader's limit (scenarios::kMaxClusterNodes): every node count a plan accepts is one
+    // its candidate scenarios can hold.
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > scenarios::kMaxClusterNodes) {
+      return r.Error(p, fmt::format("'candidates.nodes' values must be whole numbers in [1, {}] (the scenario "
+                                    "loader's cluster.nodes limit), found {}",
+                                    scenarios::kMaxClusterNodes, v.dump()));
     }
     if (!seen.insert(v.get<int>()).second) return r.Error(p, "'candidates.nodes' lists " + v.dump() + " twice");
     c->nodes.push_back(v.get<int>());
@@ -350,7 +362,7 @@ Result<PlanSpec> ParsePlan(const std::string& text, const std::string& path) {
     SIMREPLAY_RETURN_IF_ERROR(r.Number(n, "/network", "nic_bytes_per_s", &net.nic_bytes_per_s, true, 1e6, 1e15));
     SIMREPLAY_RETURN_IF_ERROR(r.Number(n, "/network", "latency_s", &net.latency_s, false, 0, 1));
     SIMREPLAY_RETURN_IF_ERROR(r.Number(n, "/network", "intra_latency_s", &net.intra_latency_s, false, 0, 1));
-    SIMREPLAY_RETURN_IF_ERROR(r.Number(n, "/network", "overlap", &net.overlap, false, 0, 1));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(n, "/network", "overlap", &net.overlap, false, 0, 1, &net.overlap_given));
     net.given = true;
   }
   if (j.contains("uncertainty")) {
@@ -359,6 +371,8 @@ Result<PlanSpec> ParsePlan(const std::string& text, const std::string& path) {
     SIMREPLAY_RETURN_IF_ERROR(r.Number(u, "/uncertainty", "error_low", &plan.uncertainty.error_low, true, -0.9, 0));
     SIMREPLAY_RETURN_IF_ERROR(r.Number(u, "/uncertainty", "error_high", &plan.uncertainty.error_high, true, 0, 10));
     plan.uncertainty.source = "the plan file";
+    plan.uncertainty.scope = "as the plan file states";
+    plan.uncertainty_given = true;
     SIMREPLAY_RETURN_IF_ERROR(r.String(u, "/uncertainty", "source", &plan.uncertainty.source, false));
   }
   if (j.contains("simulation")) {

@@ -39,6 +39,19 @@ struct ModelSpec {
   double memory_headroom_fraction = 0.1;  // of device memory kept free (CUDA context, fragmentation)
 };
 
+// How the samples to target depend on the global batch (docs/planning.md, "Global batch"). With a
+// critical batch B_c the samples-vs-batch rule of McCandlish et al. 2018 ("An Empirical Model of
+// Large-Batch Training", arXiv 1812.06162: samples to a given loss E(B) = E_min (1 + B / B_c)) scales
+// a samples or epochs target set at the reference global batch B_ref to a candidate's batch B:
+//   target x (1 + B / B_c) / (1 + B_ref / B_c).
+// Without it the target is taken as independent of the batch, and every candidate whose global batch
+// is more than kGlobalBatchWarningFactor x B_ref carries a warning saying so.
+inline constexpr double kGlobalBatchWarningFactor = 4;
+struct GlobalBatchSpec {
+  double critical_batch_samples = 0;  // B_c; 0: not given (no rule)
+  double reference_samples = 0;       // B_ref; 0: the measured scenario's global batch
+};
+
 struct EvalSpec {
   int64_t every_steps = 0;  // 0: no evaluation
   double duration_s = 0;    // one evaluation pass, training stalled
@@ -89,13 +102,21 @@ struct MonteCarloSpec {
   bool given = false;
 };
 
+// The default share of the step that is backward, during which PyTorch DDP's bucketed all-reduces
+// (and FSDP's prefetched all-gathers and reduce-scatters) run: a backward pass costs about twice the
+// forward (training FLOPs ~ 6 N per token, 2 N forward and 4 N backward: Kaplan et al. 2020, "Scaling
+// Laws for Neural Language Models", arXiv 2001.08361), so backward ~ 2/3 of forward + backward; the
+// optimizer update is neglected. Assumed, labelled so; a plan file's network.overlap replaces it.
+inline constexpr double kDefaultBackwardShareOfStep = 2.0 / 3.0;
+
 // Inter-node network of one node (docs/planning.md; defaults are assumptions, flagged).
 struct NetworkSpec {
   double nic_bytes_per_s = 100e9;  // per node, all NICs together
   double latency_s = 5e-6;         // per message hop between nodes
   double intra_latency_s = 2e-6;   // per message hop inside a node
-  double overlap = 0.0;            // fraction of the step that can hide communication (DDP buckets)
-  bool given = false;
+  double overlap = kDefaultBackwardShareOfStep;  // fraction of the step that can hide communication
+  bool given = false;                            // the plan file has a "network" object
+  bool overlap_given = false;                    // ... with "overlap" in it
 };
 
 // Relative errors of predicted training throughput, (predicted - measured) / measured, from the
@@ -114,6 +135,7 @@ struct PlanSpec {
   std::string path;           // the plan file
   std::string scenario_path;  // resolved
   TargetSpec target;
+  GlobalBatchSpec global_batch;
   ModelSpec model;
   EvalSpec eval;
   CheckpointSpec checkpoint;
@@ -126,6 +148,7 @@ struct PlanSpec {
   MonteCarloSpec monte_carlo;
   NetworkSpec network;
   UncertaintySpec uncertainty;
+  bool uncertainty_given = false;  // the band is the plan file's (labelled input), not the validated one
   SimulationSpec simulation;
   std::map<std::string, double> prices_per_gpu_hour;
   std::string preflight_path;  // resolved; may be empty

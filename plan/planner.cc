@@ -43,8 +43,6 @@ Result<sim::PreparedPoint> PrepareBase(const json& scenario_json, const std::str
   return sim::PreparePoint(*scenario, cache);
 }
 
-bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-
 void AddUnique(std::vector<std::string>* list, const std::string& s) {
   if (std::find(list->begin(), list->end(), s) == list->end()) list->push_back(s);
 }
@@ -65,11 +63,11 @@ CandidateNetwork CandidateNetworkOf(const NetworkSpec& network, const models::Ac
 // Per optimizer step and rank, from the simulation of `steps` steps: the time inside collectives
 // (barrier waits included) and the part not hidden under backward. The intra/inter split stays the
 // closed form's (the simulation does not separate them).
-void SimulatedCommunication(const json& metrics, int gpus, size_t steps, CollectiveEstimate* c) {
-  if (steps == 0 || gpus <= 1 || !metrics.contains("cluster")) return;
+void SimulatedCommunication(const CandidateRun& run, int gpus, size_t steps, CollectiveEstimate* c) {
+  if (steps == 0 || gpus <= 1) return;
   const double rank_steps = static_cast<double>(steps) * gpus;
-  c->total_s = metrics.value("collective_time_s", 0.0) / rank_steps;
-  c->exposed_s = metrics["cluster"].value("exposed_comm_time_s", 0.0) / rank_steps;
+  c->total_s = run.collective_s / rank_steps;
+  c->exposed_s = run.exposed_comm_s / rank_steps;
 }
 
 bool FailureModelAssumed(const FailureModelSpec& f) {
@@ -90,6 +88,33 @@ SourcedValue CheckpointRead(double bytes, double read_bytes_per_s, bool bytes_as
                                                                      : "input";
   return {bytes / read_bytes_per_s, status,
           fmt::format("checkpoint bytes {:.4g} / read bandwidth {:.4g} B/s", bytes, read_bytes_per_s)};
+}
+
+// Samples to reach the target at a candidate's global batch (docs/planning.md, "Global batch").
+struct TargetSamples {
+  double samples = 0;     // samples or epochs x dataset, scaled by the rule when given
+  double multiplier = 1;  // the rule's factor (1 without it)
+  std::string warning;    // no rule and a batch far above the reference
+};
+
+TargetSamples SamplesToTarget(const PlanSpec& spec, int64_t dataset, double reference_batch, double global_batch) {
+  TargetSamples t;
+  if (spec.target.kind == TargetSpec::Kind::kSteps) return t;  // steps are taken as stated
+  const double stated = spec.target.kind == TargetSpec::Kind::kSamples
+                            ? spec.target.value
+                            : spec.target.value * static_cast<double>(dataset);
+  const double critical = spec.global_batch.critical_batch_samples;
+  if (critical > 0) {
+    t.multiplier = (1 + global_batch / critical) / (1 + reference_batch / critical);
+  } else if (global_batch > kGlobalBatchWarningFactor * reference_batch) {
+    t.warning = fmt::format(
+        "global batch {:g} samples is {:.3g}x the reference {:g} (more than {:g}x): the samples to target are taken "
+        "as independent of the global batch, which larger batches usually break; give "
+        "job.global_batch.critical_batch_samples",
+        global_batch, global_batch / reference_batch, reference_batch, kGlobalBatchWarningFactor);
+  }
+  t.samples = stated * t.multiplier;
+  return t;
 }
 
 // A value of the assumptions table; infinity (a component not counted) reads "none".
@@ -145,6 +170,12 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
 
   setup.grad_accum = accum;
   setup.dataset_samples = dataset;
+  // The global batch the target was set at: the plan file's, else the measured scenario's.
+  const double measured_batch =
+      static_cast<double>(loader.batch_size) * accum * static_cast<double>(base->input.scenario.cluster.Ranks());
+  const double reference_batch =
+      spec.global_batch.reference_samples > 0 ? spec.global_batch.reference_samples : measured_batch;
+  setup.reference_global_batch = reference_batch;
   std::map<std::string, GpuStep>& steps = setup.steps;
   {
     GpuStep m;
@@ -160,6 +191,7 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
     m.scenario_path = spec.scenario_path;
     m.scenario_json = *base_json;
     m.warnings = base->warnings;
+    m.extrapolated = base->extrapolated;
     steps[spec.measured_on] = m;
   }
   for (const auto& [gpu, path] : spec.scenario_by_gpu) {
@@ -174,6 +206,7 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
     g.scenario_path = path;
     g.scenario_json = *j;
     g.warnings = p->warnings;
+    g.extrapolated = p->extrapolated;
     steps[gpu] = g;
   }
   const models::Accelerator& from = *catalogue.Find(spec.measured_on);
@@ -221,22 +254,17 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
         row.gpus_per_node = gpn;
         row.gpus = n * gpn;
         row.sharding = sharding;
-        row.memory = FitMemory(spec.model, sharding == "fsdp", row.gpus, *catalogue.Find(gpu), peak_memory);
+        row.memory = FitMemory(spec.model, sharding == "fsdp", row.gpus, *catalogue.Find(gpu), peak_memory, accum);
         row.step_time_s = steps[gpu].step_s;
         row.step_time_source = steps[gpu].source;
         row.samples_per_step = static_cast<double>(loader.batch_size) * accum * row.gpus;
         row.compute_s_per_step = row.step_time_s * accum;
-        switch (spec.target.kind) {
-          case TargetSpec::Kind::kSamples:
-            row.total_steps = CeilDiv(spec.target.value, row.samples_per_step);
-            break;
-          case TargetSpec::Kind::kSteps:
-            row.total_steps = static_cast<int64_t>(std::ceil(spec.target.value));
-            break;
-          case TargetSpec::Kind::kEpochs:
-            row.total_steps = CeilDiv(spec.target.value * static_cast<double>(dataset), row.samples_per_step);
-            break;
-        }
+        const TargetSamples target = SamplesToTarget(spec, dataset, reference_batch, row.samples_per_step);
+        row.samples_to_target_multiplier = target.multiplier;
+        if (!target.warning.empty()) AddUnique(&row.warnings, target.warning);
+        row.total_steps = spec.target.kind == TargetSpec::Kind::kSteps
+                              ? static_cast<int64_t>(std::ceil(spec.target.value))
+                              : CeilDiv(target.samples, row.samples_per_step);
         const double gradient_bytes = spec.model.parameters * bpp.gradients;
         row.collective = EstimateCollective(gradient_bytes, sharding == "fsdp", n, gpn, *catalogue.Find(gpu),
                                             spec.network, row.step_time_s * accum);
@@ -258,11 +286,29 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
           candidate.gradient_bytes = gradient_bytes;
           candidate.fsdp = sharding == "fsdp";
           candidate.network = CandidateNetworkOf(spec.network, *catalogue.Find(gpu));
+          // A cluster the simulator cannot hold is bad input now, in one line, not a failed point later.
+          auto held = CandidateScenario(candidate, std::min(row.total_steps, spec.simulation.max_steps));
+          if (!held.ok()) {
+            return Status::InvalidArgument(fmt::format("{}: candidate {} x {} node{} ({}) cannot be simulated: {}",
+                                                       spec.path, gpu, n, n == 1 ? "" : "s", sharding,
+                                                       held.status().message()));
+          }
           setup.point_rows.push_back(out.rows.size());
           setup.sims.push_back(std::move(candidate));
           setup.point_labels.push_back(fmt::format("{} x {} node{} ({})", gpu, n, n == 1 ? "" : "s", sharding));
         }
         for (const auto& w : steps[gpu].warnings) AddUnique(&row.warnings, w);
+        for (const auto& what : steps[gpu].extrapolated) {
+          row.extrapolations.push_back({ExtrapolationKind::kScenarioParameter, what});
+        }
+        if (!steps[gpu].measured) {
+          row.extrapolations.push_back({ExtrapolationKind::kStepTimeAssumed, "step_time_s[" + gpu + "]"});
+        }
+        if (n > kValidatedClusterNodes) {
+          // The cluster model is validated at 2-4 nodes (the multi-node suite, docs/validation.md).
+          row.extrapolations.push_back(
+              {ExtrapolationKind::kBeyondValidatedNodes, fmt::format("{} nodes > {}", n, kValidatedClusterNodes)});
+        }
         if (!row.memory.fits) {
           row.bottleneck = "memory";
           row.bottleneck_evidence = row.memory.breakdown;
@@ -315,8 +361,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
     const bool complete = row.simulated_steps >= row.total_steps;
     row.throughput_samples_per_s =
         complete ? row.samples_per_step * row.total_steps / row.training_s : row.samples_per_step / row.steady.step_s;
-    const json& metrics = run.metrics;
-    SimulatedCommunication(metrics, row.gpus, x.size(), &row.collective);
+    SimulatedCommunication(run, row.gpus, x.size(), &row.collective);
     // What limits the candidate, from its own simulated step (plan/recommendation.h), not the
     // utilisation signal.
     const StepAttribution limit = AttributeStep(row);
@@ -327,6 +372,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
         limit.step_s, limit.compute_s, limit.exposed_comm_s, limit.data_host_s, 100 * limit.at_most_gain);
     if (!complete && !row.steady.steady) {
       AddUnique(&row.warnings, "not steady: " + row.steady.detail + " (estimate from the last half)");
+      row.extrapolations.push_back({ExtrapolationKind::kNotSteady, "steady_step_s"});
     }
     const double steps_per_epoch = epochs.StepsPerEpoch();
     if (!complete && !row.steady.periodic && !row.steady.boundary_measured && steps_per_epoch > 0 &&
@@ -350,29 +396,10 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
   // Goodput, budget, interval, cost.
   for (auto& row : out.rows) {
     if (!row.simulated) continue;
-    // Interval multipliers on training time (docs/planning.md, "Uncertainty").
-    double low = 1 + spec.uncertainty.error_low, high = 1 + spec.uncertainty.error_high;
-    int extrapolations = 0;
-    for (const auto& w : row.warnings) {
-      if (StartsWith(w, "extrapolating")) ++extrapolations;
-    }
-    extrapolations = std::min(extrapolations, 5);
-    high += 0.05 * extrapolations;
-    low -= 0.02 * extrapolations;
-    if (!row.steady.steady && row.simulated_steps < row.total_steps) {
-      high += 0.05;
-      low -= 0.05;
-    }
-    const bool step_assumed = std::find(row.assumed.begin(), row.assumed.end(), "step_time") != row.assumed.end();
-    if (step_assumed) {
-      high += 0.25;
-      low -= 0.20;
-    }
-    // The cluster model is validated at 2-4 nodes (the multi-node suite, docs/validation.md: worst
-    // case 9.3%, inside the band above); more nodes than that are beyond what was checked.
-    if (row.nodes > kValidatedClusterNodes) high += 0.05;
-    row.interval_low = std::max(0.1, low);
-    row.interval_high = high;
+    // Interval multipliers on training time, from the typed list (docs/planning.md, "Uncertainty").
+    const IntervalMultipliers interval = WidenBand(spec.uncertainty, row.extrapolations);
+    row.interval_low = interval.low;
+    row.interval_high = interval.high;
 
     const int64_t evals = spec.eval.every_steps > 0 ? row.total_steps / spec.eval.every_steps : 0;
     const double eval_s = static_cast<double>(evals) * spec.eval.duration_s;
@@ -521,12 +548,25 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       spec.monte_carlo.given ? "plan file" : "default (binomial standard error of P = 0.9: 0.0067)");
   add("network.nic_bytes_per_s", fmt::format("{:.4g}", spec.network.nic_bytes_per_s),
       spec.network.given ? "input" : "assumed", spec.network.given ? "plan file" : "default: 100 GB/s per node");
-  add("network.overlap", fmt::format("{:g}", spec.network.overlap), spec.network.given ? "input" : "assumed",
-      "fraction of the step that hides communication");
+  add("network.overlap", fmt::format("{:g}", spec.network.overlap), spec.network.overlap_given ? "input" : "assumed",
+      spec.network.overlap_given
+          ? "plan file: fraction of the step that hides communication"
+          : "default: backward ~ 2/3 of the step (training FLOPs 2N forward + 4N backward, Kaplan et al. 2020, "
+            "arXiv 2001.08361), during which PyTorch DDP's bucketed all-reduces run (its default)");
+  if (spec.global_batch.critical_batch_samples > 0) {
+    add("job.global_batch.critical_batch_samples", fmt::format("{:g}", spec.global_batch.critical_batch_samples),
+        "input", "plan file: samples to target x (1 + B / B_c) / (1 + B_ref / B_c) (McCandlish et al. 2018)");
+  }
+  add("job.global_batch.reference_samples", fmt::format("{:g}", setup.reference_global_batch),
+      spec.global_batch.reference_samples > 0 ? "input" : "measured",
+      spec.global_batch.reference_samples > 0 ? "plan file: the global batch the target was set at"
+                                              : "the measured scenario's global batch (batch_size x grad_accum x ranks)");
   add("collectives", "simulated", "assumed", out.multinode_mode);
   add("prediction_error_band",
       fmt::format("{:+.1f}% .. {:+.1f}%", 100 * spec.uncertainty.error_low, 100 * spec.uncertainty.error_high),
-      "measured", spec.uncertainty.source);
+      spec.uncertainty_given ? "input" : "measured",
+      spec.uncertainty_given ? spec.uncertainty.source
+                             : fmt::format("{}; scope: {}", spec.uncertainty.source, spec.uncertainty.scope));
   add("prices_per_gpu_hour", "", "input", "plan file");
   add("accelerator", out.accelerator, out.accelerator == "cuda" ? "measured" : "emulated", out.accelerator_note);
 

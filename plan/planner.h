@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "plan/candidate_sim.h"
 #include "plan/collective_estimate.h"
+#include "plan/interval_widening.h"
 #include "plan/failure_model.h"
 #include "plan/goodput.h"
 #include "plan/memory_fit.h"
@@ -55,7 +56,8 @@ struct CandidateRow {
   int64_t simulated_steps = 0;
   SteadyState steady;
   int64_t total_steps = 0;
-  double samples_per_step = 0;
+  double samples_per_step = 0;               // the candidate's global batch
+  double samples_to_target_multiplier = 1;   // the samples-vs-batch rule's factor (1 without it)
   double compute_s_per_step = 0;  // the GPU compute of one optimizer step: step_time_s x micro-batches
   double throughput_samples_per_s = 0;
   double scaling_efficiency = 0;
@@ -71,7 +73,8 @@ struct CandidateRow {
   std::vector<bool> fits_slot;  // per reservation.days: P(finish within) >= reservation.probability
   std::string bottleneck, bottleneck_evidence;
   std::vector<std::string> assumed;            // inputs that were not measured
-  std::vector<std::string> warnings;           // extrapolation and steady-state warnings (they widen the interval)
+  std::vector<std::string> warnings;           // what the report should say, in words (never read back)
+  std::vector<Extrapolation> extrapolations;   // what widens the interval (plan/interval_widening.h)
   double interval_low = 1, interval_high = 1;  // multipliers on training time
 };
 
@@ -101,7 +104,8 @@ struct GpuStep {
   std::string source;
   std::string scenario_path;  // the scenario this GPU's candidates simulate
   nlohmann::json scenario_json;
-  std::vector<std::string> warnings;  // from the scenario's preparation (extrapolation)
+  std::vector<std::string> warnings;      // from the scenario's preparation, in words
+  std::vector<std::string> extrapolated;  // its parameters outside the measured range (sim::PreparedPoint)
 };
 
 // Everything known before any candidate is simulated. The candidates that fit in GPU memory are the
@@ -120,6 +124,7 @@ struct PlanSetup {
   double peak_memory_bytes = 0;
   int grad_accum = 1;
   int64_t dataset_samples = 0;
+  double reference_global_batch = 0;  // samples per optimizer step the target was set at
   std::shared_ptr<sim::CostCache> cache;
 };
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "models/error_band.h"
+#include "models/scaling_knee.h"
 #include "plan/planner.h"
 
 namespace simreplay::plan {
@@ -53,11 +54,6 @@ StepAttribution AttributeStep(const CandidateRow& r) {
     a.limiting = a.exposed_comm_s >= a.data_host_s ? "network" : "data_pipeline";
   }
   return a;
-}
-
-double MarginalFractionOfLinear(double throughput_a, int gpus_a, double throughput_b, int gpus_b) {
-  const double linear_gain = static_cast<double>(gpus_b) / gpus_a - 1;
-  return linear_gain > 0 ? (throughput_b / throughput_a - 1) / linear_gain : 0;
 }
 
 json Recommend(const PlanSpec& spec, const std::vector<CandidateRow>& rows, bool provisional) {
@@ -119,43 +115,46 @@ json Recommend(const PlanSpec& spec, const std::vector<CandidateRow>& rows, bool
       groups.emplace_back(r.gpu, r.sharding);
   }
   for (const auto& [gpu, sharding] : groups) {
-    std::vector<const CandidateRow*> curve;
+    std::vector<const CandidateRow*> group;  // nodes ascending (the rows' order)
+    std::vector<models::ScalingSample> samples;
     for (const auto& r : rows) {
-      if (r.simulated && r.gpu == gpu && r.sharding == sharding) curve.push_back(&r);
-    }
-    for (size_t k = 0; k + 1 < curve.size(); ++k) {
-      const auto &a = *curve[k], &b = *curve[k + 1];
-      const double fraction =
-          MarginalFractionOfLinear(a.throughput_samples_per_s, a.gpus, b.throughput_samples_per_s, b.gpus);
-      if (fraction >= spec.reservation.knee_fraction) continue;
-      const StepAttribution sa = AttributeStep(a), sb = AttributeStep(b);
-      rec["knees"].push_back({{"gpu", gpu},
-                              {"sharding", sharding},
-                              {"nodes", a.nodes},
-                              {"next_nodes", b.nodes},
-                              {"marginal_fraction_of_linear", fraction},
-                              {"step_growth_s",
-                               {{"exposed_communication", sb.exposed_comm_s - sa.exposed_comm_s},
-                                {"data_and_host", sb.data_host_s - sa.data_host_s}}},
-                              {"limiting_at_next_nodes", sb.limiting},
-                              {"at_most_gain", sb.at_most_gain}});
-      std::string why = fmt::format(
-          "in the simulation the optimizer step grows from {:.3g} s to {:.3g} s ({:+.3g} s exposed communication, "
-          "{:+.3g} s data loading and host)",
-          sa.step_s, sb.step_s, sb.exposed_comm_s - sa.exposed_comm_s, sb.data_host_s - sa.data_host_s);
-      if (sb.limiting == "none") {
-        why += fmt::format("; at {} nodes no part of the step other than compute could buy {:.0f}% if removed",
-                           b.nodes, 100 * models::kMinActionableGain);
-      } else {
-        why += fmt::format("; at {} nodes the limiting part is {} (removing it entirely would buy at most {:+.0f}%)",
-                           b.nodes, sb.limiting == "network" ? "the network (exposed communication)" : "the data pipeline",
-                           100 * sb.at_most_gain);
+      if (r.simulated && r.gpu == gpu && r.sharding == sharding) {
+        group.push_back(&r);
+        samples.push_back({r.gpus, r.throughput_samples_per_s});
       }
-      text += fmt::format("Knee {} {}: beyond {} node{}, going to {} buys {:.0f}% of linear (under {:.0f}%); {}. ",
-                          gpu, sharding, a.nodes, a.nodes == 1 ? "" : "s", b.nodes, 100 * fraction,
-                          100 * spec.reservation.knee_fraction, why);
-      break;
     }
+    // The knee as what-if defines it (models/scaling_knee.h).
+    const auto curve = models::ComputeScaling(samples);
+    const int knee = models::FindKnee(curve, spec.reservation.knee_fraction);
+    if (knee < 1) continue;
+    const auto &a = *group[static_cast<size_t>(knee) - 1], &b = *group[static_cast<size_t>(knee)];
+    const double fraction = curve[static_cast<size_t>(knee)].marginal_fraction;
+    const StepAttribution sa = AttributeStep(a), sb = AttributeStep(b);
+    rec["knees"].push_back({{"gpu", gpu},
+                            {"sharding", sharding},
+                            {"nodes", a.nodes},
+                            {"next_nodes", b.nodes},
+                            {"marginal_fraction_of_linear", fraction},
+                            {"step_growth_s",
+                             {{"exposed_communication", sb.exposed_comm_s - sa.exposed_comm_s},
+                              {"data_and_host", sb.data_host_s - sa.data_host_s}}},
+                            {"limiting_at_next_nodes", sb.limiting},
+                            {"at_most_gain", sb.at_most_gain}});
+    std::string why = fmt::format(
+        "in the simulation the optimizer step grows from {:.3g} s to {:.3g} s ({:+.3g} s exposed communication, "
+        "{:+.3g} s data loading and host)",
+        sa.step_s, sb.step_s, sb.exposed_comm_s - sa.exposed_comm_s, sb.data_host_s - sa.data_host_s);
+    if (sb.limiting == "none") {
+      why += fmt::format("; at {} nodes no part of the step other than compute could buy {:.0f}% if removed", b.nodes,
+                         100 * models::kMinActionableGain);
+    } else {
+      why += fmt::format("; at {} nodes the limiting part is {} (removing it entirely would buy at most {:+.0f}%)",
+                         b.nodes, sb.limiting == "network" ? "the network (exposed communication)" : "the data pipeline",
+                         100 * sb.at_most_gain);
+    }
+    text += fmt::format("Knee {} {}: beyond {} node{}, going to {} buys {:.0f}% of linear (under {:.0f}%); {}. ", gpu,
+                        sharding, a.nodes, a.nodes == 1 ? "" : "s", b.nodes, 100 * fraction,
+                        100 * spec.reservation.knee_fraction, why);
   }
   // What limits each simulated candidate, from its own simulated step (see the header).
   rec["candidates"] = json::array();

@@ -1,8 +1,8 @@
 // The recommendation of a plan (docs/planning.md, "Recommendation"): per reservation slot the cheapest
 // candidate that finishes within it with at least the stated probability (Monte Carlo failures,
 // training time at the pessimistic end of its interval, buffer included), the fastest
-// candidate, and per GPU type and sharding the knee where another node buys less than the stated
-// fraction of linear; with the reasoning in words.
+// candidate, and per GPU type and sharding the knee (models/scaling_knee.h, the definition what-if
+// uses too); with the reasoning in words.
 //
 // What limits a candidate is read from its own simulation, the way the causal verdict of `diagnose`
 // is (docs/advice.md): the simulated optimizer step splits into GPU compute, exposed communication and
@@ -23,10 +23,6 @@ namespace simreplay::plan {
 struct CandidateRow;
 
 nlohmann::json Recommend(const PlanSpec& spec, const std::vector<CandidateRow>& rows, bool provisional);
-
-// Marginal return of going from `a` to `b` nodes (b > a) as a fraction of linear:
-//   ((thr_b / thr_a) - 1) / ((gpus_b / gpus_a) - 1).
-double MarginalFractionOfLinear(double throughput_a, int gpus_a, double throughput_b, int gpus_b);
 
 // The split of one candidate's simulated optimizer step and the part that limits it.
 struct StepAttribution {

@@ -115,13 +115,13 @@ std::string Chart(const std::vector<SweepResult>& points, const std::string& met
 
 std::vector<ScalingPoint> ScalingCurve(const std::vector<SweepResult>& points, int* knee) {
   *knee = -1;
-  std::vector<ScalingPoint> curve;
-  if (points.empty()) return curve;
+  if (points.empty()) return {};
   size_t axis = points[0].axes.size();
   for (size_t a = 0; a < points[0].axes.size(); ++a) {
     if (points[0].axes[a].first == "cluster.nodes") axis = a;
   }
-  if (axis == points[0].axes.size()) return curve;
+  if (axis == points[0].axes.size()) return {};
+  std::vector<models::ScalingSample> samples;
   for (const auto& p : points) {
     bool same_rest = p.axes.size() == points[0].axes.size();
     for (size_t a = 0; same_rest && a < p.axes.size(); ++a) {
@@ -130,22 +130,10 @@ std::vector<ScalingPoint> ScalingCurve(const std::vector<SweepResult>& points, i
     const auto* tp = Lookup(p.result["metrics"], "train_throughput_samples_per_s");
     if (!same_rest || tp == nullptr || !tp->is_number()) continue;
     const auto* ranks = Lookup(p.result["metrics"], "cluster.ranks");
-    ScalingPoint s;
-    s.gpus = ranks != nullptr && ranks->is_number_integer() ? ranks->get<int64_t>() : 1;
-    s.throughput_samples_per_s = tp->get<double>();
-    curve.push_back(s);
+    samples.push_back({ranks != nullptr && ranks->is_number_integer() ? ranks->get<int64_t>() : 1, tp->get<double>()});
   }
-  std::sort(curve.begin(), curve.end(), [](const ScalingPoint& a, const ScalingPoint& b) { return a.gpus < b.gpus; });
-  if (curve.empty() || curve[0].throughput_samples_per_s <= 0) return curve;
-  const double per_gpu0 = curve[0].throughput_samples_per_s / static_cast<double>(curve[0].gpus);
-  for (size_t i = 0; i < curve.size(); ++i) {
-    auto& c = curve[i];
-    c.efficiency = c.throughput_samples_per_s / static_cast<double>(c.gpus) / per_gpu0;
-    if (i == 0 || c.gpus == curve[i - 1].gpus) continue;
-    c.marginal_fraction = (c.throughput_samples_per_s - curve[i - 1].throughput_samples_per_s) /
-                          static_cast<double>(c.gpus - curve[i - 1].gpus) / per_gpu0;
-    if (*knee < 0 && c.marginal_fraction < kScalingKneeFraction) *knee = static_cast<int>(i);
-  }
+  auto curve = models::ComputeScaling(samples);
+  *knee = models::FindKnee(curve, kScalingKneeFraction);
   return curve;
 }
 

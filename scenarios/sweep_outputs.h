@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "models/scaling_knee.h"
 #include "scenarios/scenario.h"
 
 namespace simreplay::scenarios {
@@ -25,18 +26,11 @@ const std::vector<std::string>& CsvMetricColumns();
 
 std::string SweepCsv(const std::vector<SweepResult>& points);
 
-// The scaling curve of a sweep over cluster.nodes: end-to-end throughput and efficiency per GPU
-// (throughput per GPU / the smallest cluster's) against the GPU count, for the points whose other
-// axes equal the first point's. `knee` is the first point where the GPUs added since the previous
-// point buy less than kScalingKneeFraction of linear (their marginal throughput per GPU over the
-// smallest cluster's throughput per GPU); -1 when none does. Empty when cluster.nodes is not swept.
-inline constexpr double kScalingKneeFraction = 0.5;
-struct ScalingPoint {
-  int64_t gpus = 0;
-  double throughput_samples_per_s = 0;
-  double efficiency = 1;         // per-GPU throughput / the first point's
-  double marginal_fraction = 1;  // added throughput per added GPU / the first point's per-GPU throughput
-};
+// The scaling curve of a sweep over cluster.nodes (models/scaling_knee.h: the knee definition plan
+// shares) for the points whose other axes equal the first point's. `knee` is the index of the knee at
+// kScalingKneeFraction, -1 when none. Empty when cluster.nodes is not swept.
+inline constexpr double kScalingKneeFraction = models::kDefaultKneeFraction;
+using ScalingPoint = models::ScalingPoint;
 std::vector<ScalingPoint> ScalingCurve(const std::vector<SweepResult>& points, int* knee);
 // An SVG chart of the curve with the knee marked ("" without a cluster.nodes axis).
 std::string ScalingChart(const std::vector<SweepResult>& points);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "models/collective_model.h"
 
 namespace simreplay::sim {
 
@@ -31,8 +32,8 @@ class HostCpuWork {
   // Starts the work on the calling rank's node; null when there is none.
   sg4::ExecPtr Start(int rank, CollectiveOp op, double bytes) const {
     if (!enabled() || bytes <= 0) return nullptr;
-    const double n = ranks_;
-    const double bus_fraction = op == CollectiveOp::kAllReduce ? 2 * (n - 1) / n : (n - 1) / n;
+    const double bus_fraction = op == CollectiveOp::kAllReduce ? models::AllReduceBusFraction(ranks_)
+                                                               : models::HalfCollectiveBusFraction(ranks_);
     return nodes_[static_cast<size_t>(rank / gpus_per_node_)]->ExecuteAsync(per_byte_ * bus_fraction * bytes);
   }
 
@@ -72,8 +73,7 @@ class AnalyticCollectives : public Collectives {
       full_s = gradient_bytes_ > 0 ? c.time_per_step_s * bytes / gradient_bytes_ : c.time_per_step_s;
     } else {
       if (bytes <= 0) return 0;
-      const double n = ranks_;
-      full_s = 2.0 * (n - 1) * c.alpha_s + 2.0 * (n - 1) / n * bytes / c.bus_bytes_per_s;
+      full_s = models::RingAllReduceS(ranks_, bytes, c.bus_bytes_per_s, c.alpha_s);
     }
     return op == CollectiveOp::kAllReduce ? full_s : full_s / 2;
   }

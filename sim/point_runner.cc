@@ -44,7 +44,8 @@ bool Contains(const nlohmann::json& list, const nlohmann::json& value) {
 // Warns when the scenario leaves what the model's traces measured (the model's measured_range, or
 // the trace manifest for a scenario without a calibrated model).
 void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const models::ModelParams& model,
-                              const nlohmann::json& manifest, std::vector<std::string>* warnings) {
+                              const nlohmann::json& manifest, std::vector<std::string>* warnings,
+                              std::vector<std::string>* extrapolated) {
   nlohmann::json range =
       model.extra.contains("measured_range") ? model.extra["measured_range"] : nlohmann::json::object();
   if (range.empty() && manifest.contains("loader")) {  // a bare trace: its own configuration is the range
@@ -68,6 +69,7 @@ void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const mod
                                s.loader.pin_memory ? " + pin thread" : "");
   if (range.contains("max_workers_plus_main_over_cores") &&
       static_cast<double>(processes) / cores > range["max_workers_plus_main_over_cores"].get<double>() + 1e-9) {
+    extrapolated->push_back("oversubscription");
     warnings->push_back(
         fmt::format("extrapolating: {} on {} cores is more oversubscribed than anything measured (at most {:.2f} "
                     "processes per core)",
@@ -86,6 +88,7 @@ void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const mod
     if (!range.contains(key) || !range[key].is_array() || range[key].size() != 2) return;
     int lo = range[key][0].get<int>(), hi = range[key][1].get<int>();
     if (value < lo || value > hi) {
+      extrapolated->push_back(key);
       warnings->push_back(
           fmt::format("extrapolating: {} = {} outside the measured range [{}, {}]", key, value, lo, hi));
     }
@@ -94,13 +97,16 @@ void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const mod
   outside("batch_size", s.loader.batch_size);
   if (w > 0) outside("prefetch_factor", s.loader.prefetch_factor);
   if (range.contains("pin_memory") && !Contains(range["pin_memory"], s.loader.pin_memory)) {
+    extrapolated->push_back("pin_memory");
     warnings->push_back(fmt::format("extrapolating: pin_memory = {} was never measured", s.loader.pin_memory));
   }
   if (range.contains("persistent_workers") && !Contains(range["persistent_workers"], s.loader.persistent_workers)) {
+    extrapolated->push_back("persistent_workers");
     warnings->push_back(
         fmt::format("extrapolating: persistent_workers = {} was never measured", s.loader.persistent_workers));
   }
   if (!s.data_format.empty() && range.contains("formats") && !Contains(range["formats"], s.data_format)) {
+    extrapolated->push_back("format");
     warnings->push_back("extrapolating: format '" + s.data_format +
                         "' was never captured: its read costs come from "
                         "the format model (" +
@@ -251,7 +257,7 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
   point.network = ResolveClusterNetwork(model, scenario.storage.kind == scenarios::StorageKind::kShared,
                                         &point.input.scenario.cluster, &point.warnings);
   ScaleStepHostCpu(scenario, &point.input.model, &point.warnings);
-  AddExtrapolationWarnings(scenario, point.input.cpu_cores, model, manifest, &point.warnings);
+  AddExtrapolationWarnings(scenario, point.input.cpu_cores, model, manifest, &point.warnings, &point.extrapolated);
   return point;
 }
 

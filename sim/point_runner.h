@@ -33,6 +33,10 @@ struct PreparedPoint {
   std::string step_time_source;  // scenario | model | trace | default
   ResolvedNetwork network;       // the NICs' rate and latency and where they came from
   std::vector<std::string> warnings;
+  // The scenario's parameters that lie outside what its model's traces measured, one entry per
+  // "extrapolating:" warning above (num_workers, batch_size, prefetch_factor, oversubscription,
+  // pin_memory, persistent_workers, format): typed, so that a caller never reads the warnings' words.
+  std::vector<std::string> extrapolated;
 };
 
 Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCache* cache);

@@ -228,6 +228,24 @@ TEST(MemoryFit, DdpReplicatesFsdpShards) {
   EXPECT_NE(fsdp.breakdown.find("/ 16 GPUs"), std::string::npos);
 }
 
+TEST(MemoryFit, FsdpWithAccumulationKeepsWhatTheSimulatedTrafficKeepsGathered) {
+  // The simulator's FSDP gathers parameters and reduce-scatters gradients once per optimizer step, on
+  // the last micro-batch: with 4 micro-batches the weights (2 B) and gradients (2 B) stay whole and
+  // only the 12 B of master copy and Adam state are sharded. 7e9 x (4 + 12 / 16) = 33.25 GB + 20 GB
+  // activations = 53.25 GB; with one micro-batch it is 7 GB + 20 GB as above.
+  ModelSpec m;
+  m.parameters = 7e9;
+  m.activation_bytes_per_gpu = 20e9;
+  MemoryFit accumulating = FitMemory(m, true, 16, Gpu(80e9), 0, 4);
+  EXPECT_DOUBLE_EQ(accumulating.states_bytes, 33.25e9);
+  EXPECT_DOUBLE_EQ(accumulating.total_bytes, 53.25e9);
+  EXPECT_NE(accumulating.breakdown.find("kept whole across 4 accumulated micro-batches"), std::string::npos)
+      << accumulating.breakdown;
+  EXPECT_DOUBLE_EQ(FitMemory(m, true, 16, Gpu(80e9), 0, 1).states_bytes, 7e9);
+  // DDP does not depend on accumulation.
+  EXPECT_DOUBLE_EQ(FitMemory(m, false, 16, Gpu(80e9), 0, 4).states_bytes, 112e9);
+}
+
 TEST(MemoryFit, PreflightPeakReplacesTheFormula) {
   ModelSpec m;
   m.parameters = 1e9;  // 16 GB of states

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <string>
@@ -156,6 +157,93 @@ TEST(PlanCli, PreflightFiguresAreMarkedMeasured) {
   }
   // A 40 GB GPU with the measured 45 GB peak does not fit.
   EXPECT_FALSE(plan["candidates"][0]["fits_memory"].get<bool>());
+}
+
+// The small plan on one GPU type, with `extra` spliced into its "job" object.
+std::string OneGpuSmallPlan(const std::string& job_extra, const std::string& nodes) {
+  std::string text = Slurp(kSmall);
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const auto pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    text.replace(pos, from.size(), to);
+  };
+  replace(R"("gpu": ["a100-40gb", "a100-80gb", "h100-sxm"], "nodes": [1, 2])",
+          R"("gpu": ["a100-80gb"], "nodes": )" + nodes);
+  replace(R"("prices_per_gpu_hour": {"a100-40gb": 1.2, "a100-80gb": 1.8, "h100-sxm": 3.0})",
+          R"("prices_per_gpu_hour": {"a100-80gb": 1.8})");
+  replace(R"("target": {"samples": 2e8},)", R"("target": {"samples": 2e8},)" + job_extra);
+  replace(R"("../../../examples/plan/scenario.json")",
+          "\"" + std::string(SIMREPLAY_SOURCE_DIR) + "/examples/plan/scenario.json\"");  // written elsewhere
+  return text;
+}
+
+TEST(PlanCli, GlobalBatchRuleScalesTheTarget) {
+  // Reference global batch 4 samples (given); 1 node x 2 GPUs x batch 8 = 16 samples; 2 nodes = 32.
+  // With a critical batch of 16 the samples to target scale by (1 + 32/16) / (1 + 4/16) = 2.4 at 2 nodes and by
+  // (1 + 16/16) / 1.25 = 1.6 at 1 node: 2e8 x 2.4 / 32 = 15e6 steps and 2e8 x 1.6 / 16 = 20e6 steps.
+  fs::path dir = Fresh("plan_batch");
+  fs::create_directories(dir);
+  const fs::path rule = dir / "rule.json";
+  std::ofstream(rule) << OneGpuSmallPlan(R"( "global_batch": {"critical_batch_samples": 16, "reference_samples": 4},)", "[1, 2]");
+  auto b = RunCli("plan " + rule.string() + " --out " + (dir / "rule").string());
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto with_rule = nlohmann::json::parse(Slurp(dir / "rule" / "plan.json"));
+  ASSERT_EQ(with_rule["candidates"].size(), 2u);
+  EXPECT_NEAR(with_rule["candidates"][0]["samples_to_target_multiplier"].get<double>(), 1.6, 1e-9);
+  EXPECT_EQ(with_rule["candidates"][0]["total_steps"], 20000000);
+  EXPECT_NEAR(with_rule["candidates"][1]["samples_to_target_multiplier"].get<double>(), 2.4, 1e-9);
+  EXPECT_EQ(with_rule["candidates"][1]["total_steps"], 15000000);
+  std::map<std::string, std::string> status;
+  for (const auto& x : with_rule["assumptions"]) status[x["input"]] = x["status"];
+  EXPECT_EQ(status["job.global_batch.critical_batch_samples"], "input");
+  EXPECT_EQ(status["job.global_batch.reference_samples"], "input");
+  EXPECT_EQ(status["network.overlap"], "assumed");  // the plan's network has no "overlap": the default
+  EXPECT_EQ(status["prediction_error_band"], "measured");
+}
+
+TEST(PlanCli, WithoutTheRuleABatchFarAboveTheMeasuredOneWarns) {
+  // The measured scenario runs 8 GPUs x batch 8 = 64 samples per step. 4 nodes x 2 GPUs = 64 (1x),
+  // 32 nodes x 2 = 512 (8x > 4x): only the second warns.
+  fs::path dir = Fresh("plan_batch_warn");
+  fs::create_directories(dir);
+  const fs::path file = dir / "plan.json";
+  std::ofstream(file) << OneGpuSmallPlan("", "[4, 32]");
+  auto r = RunCli("plan " + file.string() + " --out " + (dir / "out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto plan = nlohmann::json::parse(Slurp(dir / "out" / "plan.json"));
+  ASSERT_EQ(plan["candidates"].size(), 2u);
+  auto warns = [](const nlohmann::json& c) {
+    for (const auto& w : c["warnings"]) {
+      if (w.get<std::string>().find("global batch 512 samples is 8x the reference 64") != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(warns(plan["candidates"][0])) << plan["candidates"][0]["warnings"];
+  EXPECT_TRUE(warns(plan["candidates"][1])) << plan["candidates"][1]["warnings"];
+  EXPECT_DOUBLE_EQ(plan["candidates"][1]["samples_to_target_multiplier"].get<double>(), 1);
+  // 32 nodes is beyond the 4 the multi-node suite validates: typed, and it widens the interval.
+  bool beyond = false;
+  for (const auto& e : plan["candidates"][1]["extrapolations"]) beyond = beyond || e["kind"] == "beyond_validated_nodes";
+  EXPECT_TRUE(beyond);
+}
+
+TEST(PlanCli, AClusterTheSimulatorCannotHoldIsBadInputInOneLine) {
+  // 16384 nodes x 64 GPUs is within the loader's node limit, but its simulator memory estimate is
+  // far over the limit: exit 3, one line naming the plan and the candidate, nothing written.
+  fs::path dir = Fresh("plan_unholdable");
+  fs::create_directories(dir);
+  std::string text = OneGpuSmallPlan("", "[1, 16384]");
+  text.replace(text.find(R"("gpus_per_node": 2)"), 18, R"("gpus_per_node": 64)");
+  text.replace(text.find(R"("activation_bytes_per_gpu": 50e9)"), 32, R"("activation_bytes_per_gpu": 1e9)");
+  const fs::path file = dir / "plan.json";
+  std::ofstream(file) << text;
+  auto r = RunCli("plan " + file.string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("plan.json: candidate a100-80gb x 16384 nodes (ddp) cannot be simulated"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("GB to simulate"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
 TEST(PlanCli, BundledExampleRuns) {

@@ -2,6 +2,8 @@
 // was expected and found.
 #include "plan/plan_spec.h"
 
+#include "scenarios/scenario.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -59,6 +61,45 @@ TEST(PlanSpec, TargetMayBeEpochsOrSteps) {
   EXPECT_EQ(steps->target.kind, TargetSpec::Kind::kSteps);
 }
 
+TEST(PlanSpec, GlobalBatchRuleAndOverlapDefaultAreLabelledByWhereTheyCameFrom) {
+  auto plain = ParsePlan(kExample, "p.json");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->global_batch.critical_batch_samples, 0);  // no rule: candidates far above warn
+  EXPECT_DOUBLE_EQ(plain->network.overlap, kDefaultBackwardShareOfStep);
+  EXPECT_FALSE(plain->network.overlap_given);
+  EXPECT_FALSE(plain->uncertainty_given);
+  auto given = ParsePlan(
+      Replace(Replace(kExample, R"("target": {"samples": 1.2e9},)",
+                      R"("target": {"samples": 1.2e9}, "global_batch": {"critical_batch_samples": 4096},)"),
+              R"("reservation":)", R"("network": {"nic_bytes_per_s": 5e10, "overlap": 0.25}, "reservation":)"),
+      "p.json");
+  ASSERT_TRUE(given.ok()) << given.status().message();
+  EXPECT_DOUBLE_EQ(given->global_batch.critical_batch_samples, 4096);
+  EXPECT_EQ(given->global_batch.reference_samples, 0);  // the measured scenario's
+  EXPECT_DOUBLE_EQ(given->network.overlap, 0.25);
+  EXPECT_TRUE(given->network.overlap_given);
+  // A network object without "overlap" keeps the default, still assumed.
+  auto net = ParsePlan(Replace(kExample, R"("reservation":)", R"("network": {"nic_bytes_per_s": 5e10}, "reservation":)"),
+                       "p.json");
+  ASSERT_TRUE(net.ok());
+  EXPECT_DOUBLE_EQ(net->network.overlap, kDefaultBackwardShareOfStep);
+  EXPECT_FALSE(net->network.overlap_given);
+}
+
+TEST(PlanSpec, NodeCountsFollowTheScenarioLoadersLimit) {
+  // Whatever the scenario loader holds (scenarios::kMaxClusterNodes) the plan accepts, and no more.
+  const std::string max = std::to_string(scenarios::kMaxClusterNodes);
+  auto at_limit = ParsePlan(Replace(kExample, "[1, 2, 4, 8, 16]", "[1, 4096, " + max + "]"), "p.json");
+  ASSERT_TRUE(at_limit.ok()) << at_limit.status().message();
+  auto over = ParsePlan(
+      Replace(kExample, "[1, 2, 4, 8, 16]", "[1, " + std::to_string(scenarios::kMaxClusterNodes + 1) + "]"), "p.json");
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("p.json:10: 'candidates.nodes' values must be whole numbers in [1, " + max +
+                                         "] (the scenario loader's cluster.nodes limit)"),
+            std::string::npos)
+      << over.status().message();
+}
+
 TEST(PlanSpec, ErrorsNameFileLineExpectedAndFound) {
   struct Case {
     std::string from, to, expected;
@@ -71,6 +112,8 @@ TEST(PlanSpec, ErrorsNameFileLineExpectedAndFound) {
       {R"("gpus_per_node": 8)", R"("gpus_per_node": 8, "gpu_count": 2)", "p.json:11: unknown key 'gpu_count'"},
       {R"("sharding": ["ddp", "fsdp"])", R"("sharding": ["ddp", "zero2"])", "found \"zero2\""},
       {R"("nodes": [1, 2, 4, 8, 16])", R"("nodes": [1, 2, 2])", "p.json:10: 'candidates.nodes' lists 2 twice"},
+      {R"("target": {"samples": 1.2e9},)", R"("target": {"samples": 1.2e9}, "global_batch": {"reference_samples": 64},)",
+       "p.json:2: missing required number 'job.global_batch.critical_batch_samples'"},
       {R"({"samples": 1.2e9})", R"({"samples": 1.2e9, "steps": 5})", "exactly one of"},
       {R"("days": [7, 30])", R"("days": [7, -30])", "p.json:13: 'reservation.days' values must be numbers"},
       {R"("h200": 3.8, )", "", "missing required number 'prices_per_gpu_hour.h200'"},

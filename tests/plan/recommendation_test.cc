@@ -27,22 +27,14 @@ CandidateRow Row(const std::string& gpu, int nodes, double throughput, double da
   return r;
 }
 
-TEST(Recommendation, MarginalFractionOfLinear) {
-  // 8 -> 16 GPUs doubles the hardware; 100 -> 150 samples/s is half of the linear gain.
-  EXPECT_DOUBLE_EQ(MarginalFractionOfLinear(100, 8, 150, 16), 0.5);
-  EXPECT_DOUBLE_EQ(MarginalFractionOfLinear(100, 8, 200, 16), 1.0);
-  // 16 -> 64 GPUs (x4, linear gain 3), 150 -> 240 (gain 0.6): 0.2 of linear.
-  EXPECT_NEAR(MarginalFractionOfLinear(150, 16, 240, 64), 0.2, 1e-12);
-}
-
 TEST(Recommendation, CheapestThatFitsFastestAndKnee) {
   PlanSpec spec;
   spec.reservation.days = {7, 30};
   spec.reservation.knee_fraction = 0.5;
   std::vector<CandidateRow> rows = {
       Row("a", 1, 100, 20, 25, 1000),    // fits 30 only; cheapest overall
-      Row("a", 2, 190, 10.5, 13, 1100),  // 1 -> 2 nodes: 0.9 of linear
-      Row("a", 4, 250, 8, 9.5, 1500),    // 2 -> 4 nodes: (250/190 - 1) / 1 = 0.316 of linear: the knee
+      Row("a", 2, 190, 10.5, 13, 1100),  // 1 -> 2 nodes: 90 / 8 GPUs / (100 / 8) = 0.9 of linear
+      Row("a", 4, 250, 8, 9.5, 1500),    // 2 -> 4 nodes: 60 / 16 GPUs / (100 / 8) = 0.3 of linear: the knee
       Row("b", 1, 300, 6, 6.9, 2000),    // fits 7 (pessimistic end 6.9) and is the only one that does
       Row("b", 2, 590, 3, 3.5, 2050),    // fits 7 too, and cheaper per day but dearer
   };
@@ -58,6 +50,8 @@ TEST(Recommendation, CheapestThatFitsFastestAndKnee) {
   EXPECT_EQ(rec["knees"][0]["gpu"], "a");
   EXPECT_EQ(rec["knees"][0]["nodes"], 2);
   EXPECT_EQ(rec["knees"][0]["next_nodes"], 4);
+  // The shared definition (against the 1-node per-GPU rate), not the 2-node one's 0.316.
+  EXPECT_NEAR(rec["knees"][0]["marginal_fraction_of_linear"].get<double>(), 0.3, 1e-12);
   EXPECT_FALSE(rec["provisional"].get<bool>());
   const std::string text = rec["text"];
   EXPECT_NE(text.find("7-day slot: b x 1 node"), std::string::npos) << text;
