@@ -141,6 +141,8 @@ json RowJson(const PlanOutcome& o, const CandidateRow& r) {
   j["bottleneck_evidence"] = r.bottleneck_evidence;
   j["assumed"] = r.assumed;
   j["warnings"] = r.warnings;
+  j["activation_checkpointing"] = r.activation_checkpointing;  // plan/pilot_planning.h
+  j["needs"] = r.needs;
   return j;
 }
 
