@@ -86,7 +86,9 @@ TEST(PlanPilot, AMismatchedPreflightIsRefusedInOneLineOrUsedWithTheOverrideRecor
       overridden = true;
       EXPECT_EQ(a["source"], "--allow-preflight-mismatch");
     }
-    if (a["input"] == "step_time_s[a100-80gb]") EXPECT_EQ(a["status"], "assumed");  // not this plan's measurement
+    if (a["input"] == "step_time_s[a100-80gb]") {
+      EXPECT_EQ(a["status"], "assumed");  // not this plan's measurement
+    }
   }
   EXPECT_TRUE(overridden) << out["assumptions"].dump();
   EXPECT_DOUBLE_EQ((*Row(out, "a100-80gb"))["step_time_s"].get<double>(), 0.2);  // used, labelled
