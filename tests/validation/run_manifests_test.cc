@@ -10,7 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-RunRecord Run(const std::string& case_name, int rep) {
+RunRecord MakeRun(const std::string& case_name, int rep) {
   RunRecord r;
   r.plan.case_name = case_name;
   r.plan.kind = "train";
@@ -25,8 +25,8 @@ json Manifest(const std::string& torch, const std::string& dataset_files) {
 }
 
 TEST(RunManifests, RepetitionsMatchEverythingCasesMayReadOtherData) {
-  const std::vector<RunRecord> runs = {Run("files", 0), Run("tar", 0), Run("files", 1), Run("tar", 1),
-                                       Run("lmdb", 0)};
+  const std::vector<RunRecord> runs = {MakeRun("files", 0), MakeRun("tar", 0), MakeRun("files", 1), MakeRun("tar", 1),
+                                       MakeRun("lmdb", 0)};
   std::map<std::string, TraceFacts> facts;
   facts["files.train.r0"].manifest = Manifest("2.4.1", "f");
   facts["files.train.r1"].manifest = Manifest("2.4.1", "f");
