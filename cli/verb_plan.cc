@@ -1,4 +1,5 @@
-// simreplay plan PLAN.json --out DIR [--jobs N] [--preflight preflight.json] [--resume] [--shard I/N]
+// simreplay plan PLAN.json --out DIR [--jobs N] [--preflight preflight.json [--allow-preflight-mismatch]
+//                          [--allow-manifest-diff]] [--resume] [--shard I/N]
 //                          [--merge DIR...] [--slurm [--submit] ...]: capacity planning (docs/planning.md).
 // Simulates every candidate cluster that fits in GPU memory to a steady state, extrapolates to the job,
 // adds failures, checkpoints, eval and the phases around training, and writes DIR/plan.json,
@@ -63,12 +64,19 @@ int RunPlanVerb(int argc, char** argv) {
   std::vector<std::string> merge_dirs;
   int jobs = 0;
   bool resume = false;
+  plan::PreflightUse preflight_use;
   SlurmFlags slurm;
   app.add_option("plan", plan_path, "plan JSON file")->required();
   app.add_option("--out", out_dir, "output directory (created if missing)")->required();
   app.add_option("--jobs,-j", jobs, "candidate simulations in parallel (default: the plan's, else CPU count)")
       ->check(CLI::Range(1, 256));
   app.add_option("--preflight", preflight, "preflight.json: its measurements replace the plan's assumptions");
+  app.add_flag("--allow-preflight-mismatch", preflight_use.allow_mismatch,
+               "use a preflight whose micro-batch, sequence length, world size or accelerator differ from the plan's "
+               "(refused otherwise; recorded in plan.json's assumptions, its figures not labelled measured)");
+  app.add_flag("--allow-manifest-diff", preflight_use.allow_manifest_diff,
+               "combine a preflight whose software stack differs from the capture's (docs/manifest.md; refused "
+               "otherwise; recorded in plan.json's assumptions)");
   app.add_flag("--resume", resume, "keep the candidates already finished in DIR/points/ and simulate only the rest");
   app.add_option("--shard", shard_text,
                  "I/N: simulate only the candidates whose index mod N == I into DIR/points/ (no plan.*: "
@@ -93,7 +101,8 @@ int RunPlanVerb(int argc, char** argv) {
 
   auto spec = plan::LoadPlanFile(plan_path);
   if (!spec.ok()) return Fail(kPlanVerb, spec.status());
-  auto setup = plan::PreparePlan(*spec, preflight);
+  preflight_use.path = preflight;
+  auto setup = plan::PreparePlan(*spec, preflight_use);
   if (!setup.ok()) return Fail(kPlanVerb, setup.status());
 
   auto identity = plan::IdentifyPlan(*setup);  // hashes the inputs once, for every path below
@@ -122,6 +131,8 @@ int RunPlanVerb(int argc, char** argv) {
     command.result_file = "plan.csv";
     const std::string abs_out = AbsolutePath(out_dir);
     if (!preflight.empty()) command.task_args = {"--preflight", AbsolutePath(preflight)};
+    if (preflight_use.allow_mismatch) command.task_args.push_back("--allow-preflight-mismatch");
+    if (preflight_use.allow_manifest_diff) command.task_args.push_back("--allow-manifest-diff");
     command.merge_args = {"plan", AbsolutePath(plan_path), "--out", abs_out, "--merge", abs_out};
     command.merge_args.insert(command.merge_args.end(), command.task_args.begin(), command.task_args.end());
     return RunSlurm(kPlanVerb, plan_path, out_dir, *identity, slurm, 0, command);

@@ -80,7 +80,7 @@ int RunValidate(int argc, char** argv) {
   app.name(argv[0]);
   std::string spec_path, out_dir, ingest_dir, data_dir, python = "/usr/bin/python3", capture_path;
   int reps = -1, warmup_runs = -1;
-  bool no_pipeline = false;
+  bool no_pipeline = false, allow_manifest_diff = false;
   app.add_option("experiment", spec_path, "experiment spec JSON (docs/validation-format.md)")->required();
   app.add_option("--out", out_dir, "output directory (created if missing)")->required();
   app.add_option("--reps", reps, "measured repetitions per case and kind (overrides the spec; A/B default 5)")
@@ -90,6 +90,9 @@ int RunValidate(int argc, char** argv) {
   app.add_option("--data", data_dir, "bench dataset directory (make-dataset output; overrides the spec's 'dataset')");
   app.add_option("--ingest", ingest_dir, "re-analyse the runs recorded in DIR/runs.json instead of running anything");
   app.add_flag("--no-pipeline-runs", no_pipeline, "skip the pipeline-only runs");
+  app.add_flag("--allow-manifest-diff", allow_manifest_diff,
+               "compare runs whose trace manifests differ in what matters (docs/manifest.md; refused otherwise; "
+               "recorded in validation.json's environment)");
   app.add_option("--python", python, "Python interpreter for the bench");
   app.add_option("--capture-path", capture_path,
                  "directory holding simreplay_capture (default: found next to this binary)");
@@ -114,6 +117,7 @@ int RunValidate(int argc, char** argv) {
   options.spec_path = spec_path;
   options.out_dir = out_dir;
   options.ingest_dir = ingest_dir;
+  options.allow_manifest_diff = allow_manifest_diff;
   options.env.python = python;
   options.env.capture_path = capture_path.empty() ? validation::FindCapturePath() : capture_path;
   options.env.dataset_dir =

@@ -1,5 +1,7 @@
 #include "models/accelerator_catalogue.h"
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "common/check.h"
@@ -36,6 +38,20 @@ Result<AcceleratorCatalogue> AcceleratorCatalogue::Parse(const nlohmann::json& j
     SIMREPLAY_RETURN_IF_ERROR(a.GetDouble("intra_node_bytes_per_s", &acc.intra_node_bytes_per_s));
     SIMREPLAY_RETURN_IF_ERROR(a.GetOptionalString("intra_node_link", &acc.intra_node_link));
     SIMREPLAY_RETURN_IF_ERROR(a.GetOptionalString("source", &acc.source));
+    if (item.contains("device_names")) {
+      const auto& names = item["device_names"];
+      if (!names.is_array()) return a.Error("'device_names' must be an array of strings");
+      for (const auto& n : names) {
+        if (!n.is_string() || n.get<std::string>().empty()) {
+          return a.Error("'device_names' must hold non-empty strings, found " + n.dump());
+        }
+        acc.device_names.push_back(n.get<std::string>());
+      }
+    }
+    SIMREPLAY_RETURN_IF_ERROR(a.GetOptionalString("software_stack", &acc.software_stack));
+    if (acc.software_stack != "cuda" && acc.software_stack != "rocm") {
+      return a.Error("'software_stack' must be \"cuda\" or \"rocm\", found \"" + acc.software_stack + "\"");
+    }
     if (acc.name.empty()) return a.Error("'name' must not be empty");
     if (!seen.insert(acc.name).second) return a.Error("duplicate accelerator '" + acc.name + "'");
     if (acc.memory_bytes <= 0 || acc.hbm_bytes_per_s <= 0 || acc.bf16_flops_per_s <= 0 ||
@@ -65,6 +81,28 @@ const AcceleratorCatalogue& AcceleratorCatalogue::Builtin() {
 const Accelerator* AcceleratorCatalogue::Find(const std::string& name) const {
   for (const auto& acc : accelerators_) {
     if (acc.name == name) return &acc;
+  }
+  return nullptr;
+}
+
+namespace {
+std::string LowerAscii(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+}  // namespace
+
+bool Accelerator::MatchesDeviceName(const std::string& device_name) const {
+  const std::string name = LowerAscii(device_name);
+  for (const auto& pattern : device_names) {
+    if (name.find(LowerAscii(pattern)) != std::string::npos) return true;
+  }
+  return false;
+}
+
+const Accelerator* AcceleratorCatalogue::FindByDeviceName(const std::string& device_name) const {
+  for (const auto& acc : accelerators_) {
+    if (acc.MatchesDeviceName(device_name)) return &acc;
   }
   return nullptr;
 }

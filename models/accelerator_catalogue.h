@@ -24,6 +24,13 @@ struct Accelerator {
   double intra_node_bytes_per_s = 0;  // GPU-to-GPU link inside a node, total of both directions
   std::string intra_node_link;        // NVLink3, NVLink4, PCIe Gen5 x16, Infinity Fabric
   std::string source;                 // where the numbers come from
+  // Case-insensitive substrings of the driver's device name (torch.cuda.get_device_name) that identify
+  // this accelerator: how a preflight's GPU is matched to a catalogue entry. Empty: never matched.
+  std::vector<std::string> device_names;
+  std::string software_stack = "cuda";  // "cuda" or "rocm" (a ROCm candidate needs a qualified stack)
+
+  // Whether the driver's `device_name` is this accelerator (one of device_names is a substring of it).
+  bool MatchesDeviceName(const std::string& device_name) const;
 };
 
 class AcceleratorCatalogue {
@@ -37,6 +44,8 @@ class AcceleratorCatalogue {
   // nullptr when `name` is not in the catalogue.
   const Accelerator* Find(const std::string& name) const;
   const std::vector<Accelerator>& accelerators() const { return accelerators_; }
+  // The entry whose device_names match the driver's name, or nullptr.
+  const Accelerator* FindByDeviceName(const std::string& device_name) const;
   // "a100-40gb, a100-80gb, ..." for error messages.
   std::string Names() const;
 

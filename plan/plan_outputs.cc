@@ -147,6 +147,8 @@ json RowJson(const PlanOutcome& o, const CandidateRow& r) {
   }
   j["global_batch_samples"] = Num(r.samples_per_step);
   j["samples_to_target_multiplier"] = Num(r.samples_to_target_multiplier);
+  j["activation_checkpointing"] = r.activation_checkpointing;  // plan/pilot_planning.h
+  j["needs"] = r.needs;
   return j;
 }
 

@@ -43,8 +43,35 @@ Status ParseTarget(const PlanReader& r, const json& j, TargetSpec* t) {
   return Status::Ok();
 }
 
+// job.sequence and job.activation_checkpointing (plan/pilot_rules.h applies them).
+Status ParsePilotShape(const PlanReader& r, const json& j, PlanSpec* plan) {
+  if (j.contains("sequence")) {
+    const json& s = j["sequence"];
+    const std::string at = "/job/sequence";
+    auto& seq = plan->sequence;
+    SIMREPLAY_RETURN_IF_ERROR(
+        r.Keys(s, at, {"length", "measured_length", "attention_share_time", "attention_share_memory"}));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(s, at, "length", &seq.length, true, 1, 1e9));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(s, at, "measured_length", &seq.measured_length, false, 1, 1e9));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(s, at, "attention_share_time", &seq.attention_share_time, false, 0, 1));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(s, at, "attention_share_memory", &seq.attention_share_memory, false, 0, 1));
+  }
+  if (j.contains("activation_checkpointing")) {
+    const json& a = j["activation_checkpointing"];
+    const std::string at = "/job/activation_checkpointing";
+    auto& ac = plan->activation_checkpointing;
+    SIMREPLAY_RETURN_IF_ERROR(r.Keys(a, at, {"use", "memory_saved_fraction", "recompute_fraction"}));
+    SIMREPLAY_RETURN_IF_ERROR(r.String(a, at, "use", &ac.use, false, {"off", "on", "auto"}));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(a, at, "memory_saved_fraction", &ac.memory_saved_fraction, false, 0, 0.99));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(a, at, "recompute_fraction", &ac.recompute_fraction, false, 0, 5));
+  }
+  return Status::Ok();
+}
+
 Status ParseJob(const PlanReader& r, const json& j, PlanSpec* plan) {
-  SIMREPLAY_RETURN_IF_ERROR(r.Keys(j, "/job", {"target", "global_batch", "model", "eval", "checkpoint", "phases"}));
+  SIMREPLAY_RETURN_IF_ERROR(r.Keys(j, "/job",
+                                   {"target", "global_batch", "model", "sequence", "activation_checkpointing",
+                                    "eval", "checkpoint", "phases"}));
   if (!j.contains("target")) return r.Error("/job", "missing required object 'job.target'");
   SIMREPLAY_RETURN_IF_ERROR(ParseTarget(r, j["target"], &plan->target));
   if (j.contains("global_batch")) {
@@ -71,6 +98,8 @@ Status ParseJob(const PlanReader& r, const json& j, PlanSpec* plan) {
                                      1, &model.compute_bound_given));
   SIMREPLAY_RETURN_IF_ERROR(
       r.Number(m, "/job/model", "memory_headroom_fraction", &model.memory_headroom_fraction, false, 0, 0.9));
+
+  SIMREPLAY_RETURN_IF_ERROR(ParsePilotShape(r, j, plan));
 
   if (j.contains("eval")) {
     SIMREPLAY_RETURN_IF_ERROR(r.Keys(j["eval"], "/job/eval", {"every_steps", "duration_s"}));

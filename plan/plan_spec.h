@@ -52,6 +52,27 @@ struct GlobalBatchSpec {
   double reference_samples = 0;       // B_ref; 0: the measured scenario's global batch
 };
 
+// The long run's sequence length and the two-part rule that moves a step time and activation memory
+// measured at another length to it (docs/planning.md, "Sequence length"): per micro-batch
+// f(L) = a*L + b*L^2, the quadratic part being attention; the attention share is b*L^2 / f(L) at the
+// length it was measured at. Absent (length 0): no sequence length, nothing scaled.
+struct SequenceSpec {
+  double length = 0;           // tokens per sample of the long run (job.sequence.length)
+  double measured_length = 0;  // the length of the scenario's step time and activation_bytes_per_gpu (0: = length)
+  // Attention shares at measured_length (negative: not given; the preflight's, else the default).
+  double attention_share_time = -1, attention_share_memory = -1;
+};
+
+// Activation checkpointing as a plan choice (docs/planning.md, "Activation checkpointing"): "off", "on"
+// (every candidate), or "auto" (a candidate uses it only when it does not fit in memory without it).
+// Saved memory and recompute time: the preflight's measurement, else these fractions (negative: the
+// labelled defaults).
+struct ActivationCheckpointingSpec {
+  std::string use = "off";
+  double memory_saved_fraction = -1;  // of the activation memory
+  double recompute_fraction = -1;     // of the step time, added
+};
+
 struct EvalSpec {
   int64_t every_steps = 0;  // 0: no evaluation
   double duration_s = 0;    // one evaluation pass, training stalled
@@ -137,6 +158,8 @@ struct PlanSpec {
   TargetSpec target;
   GlobalBatchSpec global_batch;
   ModelSpec model;
+  SequenceSpec sequence;
+  ActivationCheckpointingSpec activation_checkpointing;
   EvalSpec eval;
   CheckpointSpec checkpoint;
   PhasesSpec phases;

@@ -13,6 +13,7 @@
 #include "common/sha256.h"
 #include "models/accelerator_catalogue.h"
 #include "plan/candidate_sim.h"
+#include "plan/pilot_planning.h"
 #include "plan/recommendation.h"
 #include "plan/units.h"
 #include "scenarios/scenario.h"
@@ -122,7 +123,8 @@ std::string Fmt(double v) { return std::isfinite(v) ? fmt::format("{:g}", v) : "
 
 }  // namespace
 
-Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& preflight_override) {
+Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const PreflightUse& preflight_use) {
+  const std::string& preflight_override = preflight_use.path;
   PlanSetup setup;
   setup.cache = std::make_shared<sim::CostCache>();
   PlanOutcome& out = setup.out;
@@ -154,7 +156,6 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
     if (!p.ok()) return p.status();
     preflight = std::move(*p);
   }
-  const bool preflight_cuda = preflight && preflight->device == "cuda";
 
   // The base scenario: step time on measured_on, dataset, batch geometry.
   sim::CostCache& cache = *setup.cache;
@@ -176,17 +177,28 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
   const double reference_batch =
       spec.global_batch.reference_samples > 0 ? spec.global_batch.reference_samples : measured_batch;
   setup.reference_global_batch = reference_batch;
+  // The preflight against the plan (plan/preflight_checks.h): a mismatch refuses the plan unless
+  // overridden; a CPU preflight's step time and memory are never used.
+  if (preflight) {
+    PlanShape shape{loader.batch_size, spec.sequence.length, spec.candidates.gpus_per_node,
+                    catalogue.Find(spec.measured_on), &catalogue};
+    auto captures =
+        ScenarioCaptureManifests(base->input.scenario.model_path, base->input.scenario.trace_path);
+    if (!captures.ok()) return captures.status();
+    auto verdict = JudgePreflight(*preflight, shape, preflight_use, *captures);
+    if (!verdict.ok()) return verdict.status();
+    setup.preflight_verdict = std::move(*verdict);
+    for (const auto& a : setup.preflight_verdict.assumptions) setup.pilot_assumptions.push_back(a);
+  }
+  const bool preflight_gpu = preflight && setup.preflight_verdict.gpu_figures_used;
   std::map<std::string, GpuStep>& steps = setup.steps;
   {
     GpuStep m;
     m.step_s = base->input.step_time_s;
     m.measured = base->accelerator == "cuda";
     m.source = fmt::format("{} ({}, {})", base->accelerator_note, base->step_time_source, spec.measured_on);
-    if (preflight && preflight->step_time_s) {
-      m.step_s = *preflight->step_time_s;
-      m.measured = preflight_cuda;
-      m.source = fmt::format("preflight {} ({} step, {})", spec.preflight_path, preflight->device,
-                             preflight_cuda ? "measured on a GPU" : "measured on CPU: not a GPU step time");
+    if (preflight_gpu && preflight->step_time_s) {
+      UsePreflightStep(*preflight, setup.preflight_verdict, spec, &m, &setup.pilot_assumptions);
     }
     m.scenario_path = spec.scenario_path;
     m.scenario_json = *base_json;
@@ -209,6 +221,11 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
     g.extrapolated = p->extrapolated;
     steps[gpu] = g;
   }
+  // The plan's shape (plan/pilot_planning.h): the step times above moved to the plan's sequence length
+  // before the roofline rule carries them to other GPUs; activation checkpointing per candidate below.
+  PilotShape pilot = PreparePilotShape(spec, preflight ? &*preflight : nullptr, preflight_gpu, &steps,
+                                       &setup.pilot_assumptions);
+  pilot.gpu_figures_overridden = preflight_gpu && !setup.preflight_verdict.gpu_figures_measured;
   const models::Accelerator& from = *catalogue.Find(spec.measured_on);
   for (const auto& gpu : spec.candidates.gpus) {
     if (steps.count(gpu)) continue;
@@ -238,7 +255,7 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
       setup.measured_restart = MeasuredRestart{*preflight->restart_s, preflight->world_size,
                                                "preflight " + spec.preflight_path};
     }
-    if (preflight->peak_memory_bytes && preflight_cuda) peak_memory = *preflight->peak_memory_bytes;
+    if (preflight->peak_memory_bytes && preflight_gpu) peak_memory = *preflight->peak_memory_bytes;
   }
 
   // The candidates, GPU by GPU, sharding by sharding, nodes ascending (scaling curves stay together).
@@ -257,6 +274,7 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const std::string& prefli
         row.memory = FitMemory(spec.model, sharding == "fsdp", row.gpus, *catalogue.Find(gpu), peak_memory, accum);
         row.step_time_s = steps[gpu].step_s;
         row.step_time_source = steps[gpu].source;
+        ApplyPilotShape(pilot, *catalogue.Find(gpu), preflight ? &*preflight : nullptr, &row);
         row.samples_per_step = static_cast<double>(loader.batch_size) * accum * row.gpus;
         row.compute_s_per_step = row.step_time_s * accum;
         const TargetSamples target = SamplesToTarget(spec, dataset, reference_batch, row.samples_per_step);
@@ -489,7 +507,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       spec.model.compute_bound_given ? "input" : "assumed",
       "roofline rule for GPUs without their own measurement (docs/planning.md)");
   add("activation_bytes_per_gpu", fmt::format("{:.4g}", spec.model.activation_bytes_per_gpu),
-      peak_memory > 0               ? "measured"
+      peak_memory > 0               ? (setup.preflight_verdict.gpu_figures_measured ? "measured" : "assumed")
       : spec.model.activation_given ? "input"
                                     : "assumed",
       peak_memory > 0               ? "preflight peak memory " + fmt::format("{:.4g} B", peak_memory)
@@ -569,6 +587,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
                              : fmt::format("{}; scope: {}", spec.uncertainty.source, spec.uncertainty.scope));
   add("prices_per_gpu_hour", "", "input", "plan file");
   add("accelerator", out.accelerator, out.accelerator == "cuda" ? "measured" : "emulated", out.accelerator_note);
+  for (const auto& a : setup.pilot_assumptions) out.assumptions.push_back(a);
 
   out.recommendation = Recommend(spec, out.rows, out.provisional);
   return out;
@@ -706,7 +725,7 @@ Result<std::vector<CandidateRun>> LoadCandidateRuns(const PlanSetup& setup, cons
 }
 
 Result<PlanOutcome> RunPlan(const PlanSpec& spec, const PlanOptions& options) {
-  auto setup = PreparePlan(spec, options.preflight_path);
+  auto setup = PreparePlan(spec, PreflightUse{options.preflight_path});
   if (!setup.ok()) return setup.status();
   CandidateRunOptions run_options;
   run_options.jobs = options.jobs;

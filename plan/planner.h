@@ -20,6 +20,7 @@
 #include "plan/goodput.h"
 #include "plan/memory_fit.h"
 #include "plan/plan_spec.h"
+#include "plan/preflight_checks.h"
 #include "plan/preflight_input.h"
 #include "plan/reservation_monte_carlo.h"
 #include "plan/restart_model.h"
@@ -72,6 +73,8 @@ struct CandidateRow {
   double gpu_hours = 0, cost = 0;
   std::vector<bool> fits_slot;  // per reservation.days: P(finish within) >= reservation.probability
   std::string bottleneck, bottleneck_evidence;
+  bool activation_checkpointing = false;  // the candidate runs with it (plan/pilot_rules.h)
+  std::vector<std::string> needs;         // what it needs that the plan has not seen (a qualified ROCm stack)
   std::vector<std::string> assumed;            // inputs that were not measured
   std::vector<std::string> warnings;           // what the report should say, in words (never read back)
   std::vector<Extrapolation> extrapolations;   // what widens the interval (plan/interval_widening.h)
@@ -119,6 +122,10 @@ struct PlanSetup {
   std::vector<std::string> point_labels;  // per point: "h100-sxm x 4 nodes (fsdp)"
   std::vector<std::pair<std::string, nlohmann::json>> PointAxes(size_t point) const;
   std::optional<PreflightInputs> preflight;
+  PreflightVerdict preflight_verdict;  // its checks against the plan (plan/preflight_checks.h)
+  // Rows the pilot rules add to plan.json's assumptions: preflight checks and overrides, sequence
+  // length, activation checkpointing, precision, ROCm (plan/pilot_rules.h).
+  nlohmann::json pilot_assumptions = nlohmann::json::array();
   double checkpoint_bytes = 0, write_bytes_per_s = 0, read_bytes_per_s = 0;
   std::optional<MeasuredRestart> measured_restart;  // from a preflight
   double peak_memory_bytes = 0;
@@ -129,7 +136,10 @@ struct PlanSetup {
 };
 
 // Reads the catalogue, the scenarios and the preflight, and lays out the candidates.
-Result<PlanSetup> PreparePlan(const PlanSpec& spec, const std::string& preflight_override);
+Result<PlanSetup> PreparePlan(const PlanSpec& spec, const PreflightUse& preflight_use);
+inline Result<PlanSetup> PreparePlan(const PlanSpec& spec, const std::string& preflight_override) {
+  return PreparePlan(spec, PreflightUse{preflight_override});
+}
 
 // What the candidate runs depend on: the plan file, every scenario, the preflight and catalogue files,
 // the models and traces they read, and the simreplay version.

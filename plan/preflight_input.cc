@@ -1,6 +1,8 @@
 #include "plan/preflight_input.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -28,6 +30,67 @@ Status Optional(const json& root, const std::string& path, const std::string& do
     return Status::InvalidArgument(fmt::format("{}: '{}' must be a number >= 0, found {}", path, dotted, node->dump()));
   }
   *out = node->get<double>();
+  return Status::Ok();
+}
+
+// A string at manifest[section][key], or "".
+std::string PreflightManifestString(const json& manifest, const char* section, const char* key) {
+  if (!manifest.is_object() || !manifest.contains(section) || !manifest[section].is_object()) return "";
+  const json v = manifest[section].value(key, json());
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+// What the pilot ran (micro-batch, sequence length, device, software stack) and its optional phases:
+// precision, activation checkpointing, sequence length, evaluation (docs/preflight-format.md).
+Status ReadPilotFacts(const json& doc, const std::string& path, PreflightInputs* p) {
+  const json& m = doc["measured"];
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "micro_batch_samples", &p->micro_batch_samples));
+  if (!p->micro_batch_samples) SIMREPLAY_RETURN_IF_ERROR(Optional(doc, path, "job.micro_batch_samples", &p->micro_batch_samples));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "sequence_length", &p->sequence_length));
+  if (!p->sequence_length) SIMREPLAY_RETURN_IF_ERROR(Optional(doc, path, "pilot.sequence_length", &p->sequence_length));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "eval_s", &p->eval_s));
+  if (m.contains("precision_low") && m["precision_low"].is_string()) p->precision_low = m["precision_low"];
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "step_time_s_fp32", &p->step_time_s_fp32));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "step_time_s_low_precision", &p->step_time_s_low_precision));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(doc, path, "activation_checkpointing.step_time_s_off", &p->ac_step_time_s_off));
+  // The recompute cost is a difference of two noisy means: a small negative one (noise) counts as 0.
+  const json ac = doc.value("activation_checkpointing", json::object());
+  if (ac.is_object() && ac.value("recompute_s", json()).is_number()) {
+    const double recompute = ac["recompute_s"].get<double>();
+    if (!std::isfinite(recompute)) {
+      return Status::InvalidArgument(fmt::format("{}: 'activation_checkpointing.recompute_s' must be finite", path));
+    }
+    p->ac_recompute_s = std::max(0.0, recompute);
+  }
+  SIMREPLAY_RETURN_IF_ERROR(
+      Optional(doc, path, "activation_checkpointing.activation_bytes_off", &p->ac_activation_bytes_off));
+  SIMREPLAY_RETURN_IF_ERROR(
+      Optional(m, path, "activation_checkpointing_bytes_saved", &p->ac_activation_bytes_saved));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "attention_share_time", &p->attention_share_time));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "attention_share_activation_memory", &p->attention_share_memory));
+  SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "attention_share_at_sequence_length", &p->attention_share_length));
+  for (const auto* share : {&p->attention_share_time, &p->attention_share_memory}) {
+    if (*share && **share > 1) {
+      return Status::InvalidArgument(
+          fmt::format("{}: an attention share must be a fraction in [0, 1], found {:g}", path, **share));
+    }
+  }
+  p->manifest = doc.value("manifest", json());
+  if (p->manifest.is_object()) {
+    const json hardware = p->manifest.value("hardware", json::object());
+    const json gpus = hardware.is_object() ? hardware.value("gpus", json()) : json();
+    if (gpus.is_array() && !gpus.empty() && gpus[0].is_object() && gpus[0].value("name", json()).is_string()) {
+      p->device_name = gpus[0]["name"].get<std::string>();
+    }
+    const std::string hip = PreflightManifestString(p->manifest, "versions", "hip");
+    const json rocm = p->manifest.value("rocm", json());
+    p->rocm = !hip.empty() || (rocm.is_object() && !rocm.empty());
+    if (p->rocm) {
+      const std::string release = PreflightManifestString(p->manifest, "rocm", "rocm_version");
+      p->rocm_stack = fmt::format("ROCm {} (hip {})", release.empty() ? "release not recorded" : release,
+                                  hip.empty() ? "not recorded" : hip);
+    }
+  }
   return Status::Ok();
 }
 
@@ -65,6 +128,7 @@ Result<PreflightInputs> LoadPreflight(const std::string& path) {
   SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "checkpoint_read_bytes_per_s", &p.checkpoint_read_bytes_per_s));
   SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "restart_s", &p.restart_s));
   if (p.step_time_s && *p.step_time_s <= 0) p.step_time_s.reset();
+  SIMREPLAY_RETURN_IF_ERROR(ReadPilotFacts(*j, path, &p));
   std::optional<double> world;
   SIMREPLAY_RETURN_IF_ERROR(Optional(m, path, "world_size", &world));
   if (world) {

@@ -10,27 +10,50 @@
 #   probe_nccl     simreplay probe network over nccl: 2 ranks on 2 GPUs, else 1 rank (nccl refuses two
 #                  ranks on one device)
 #   calibrate      simreplay calibrate on the CUDA trace, with its self-check
+#   plan_preflight simreplay plan --preflight on the CUDA preflight: its checks against a plan whose
+#                  measured_on is this GPU (device-name match), the GPU step time used as measured
 # Exit: 0 every sub-check passed (skipped ones aside), 1 one failed, 77 no CUDA here (nothing run).
+# The whole script keeps to GPU_CHECK_BUDGET_S (default 480 s): each sub-check's limit is cut to what is
+# left, and OUT/summary.json is rewritten after every sub-check, so a run killed from outside still
+# leaves the results so far ("status": "incomplete").
 # GPU_CHECK_CPU_DRYRUN=1 runs the same sub-checks on the CPU to test this script on a machine without
 # a GPU: every result is then labelled "cpu-dry-run" and proves nothing about CUDA.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 OUT=${1:-${OUT:-./gpu-check-out}}
-PY=${PYTHON:-/usr/bin/python3}
 SIM=${SIMREPLAY:-$ROOT/build/simreplay}
 DRY=${GPU_CHECK_CPU_DRYRUN:-0}
+BUDGET_S=${GPU_CHECK_BUDGET_S:-480}
 SCALE=4  # model and sequence sizes: x4 on the GPU; the CPU dry run uses x1
 export PYTHONPATH="$ROOT/capture${PYTHONPATH:+:$PYTHONPATH}"
 T_START=$(date +%s.%N)
 
+# The interpreter: $PYTHON, else the first of these whose torch sees a CUDA device (a GPU machine's
+# torch is often not Debian's CPU-only python3-torch).
+cuda_python() {
+  local p
+  for p in "$@"; do
+    [ -n "$p" ] && [ -x "$p" ] || continue
+    if "$p" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
 if [ "$DRY" != 1 ]; then
-  if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-    echo "gpu_check: no CUDA device visible to $PY (torch.cuda.is_available() is False): nothing to check here; run it on a CUDA GPU machine" >&2
+  if [ -n "${PYTHON:-}" ]; then TRIED=("$PYTHON"); else
+    TRIED=(/usr/bin/python3 "$(command -v python3 2>/dev/null)" /opt/conda/bin/python /usr/local/bin/python3
+           "$(command -v python 2>/dev/null)")
+  fi
+  if ! PY=$(cuda_python "${TRIED[@]}"); then
+    echo "gpu_check: no CUDA device visible to torch of ${TRIED[*]} (torch.cuda.is_available() is False or torch is missing): nothing to check here; run it on a CUDA GPU machine, or set PYTHON" >&2
     exit 77
   fi
   DEV=cuda
 else
+  PY=${PYTHON:-/usr/bin/python3}
   DEV=cpu
   SCALE=1
   echo "gpu_check: GPU_CHECK_CPU_DRYRUN=1: running the sub-checks on the CPU; the results say nothing about CUDA" >&2
@@ -41,11 +64,52 @@ OUT=$(cd "$OUT" && pwd)
 export OUT PY SIM DEV ROOT SCALE
 rm -f "$OUT"/checks/*.json
 
-# run_check NAME TIMEOUT_S COMMAND...: runs it with a time limit, log in OUT/logs/NAME.log; the verifier
-# (verify NAME RC SECONDS) writes OUT/checks/NAME.json
+# summarize FINAL: OUT/summary.json from the sub-checks so far ("incomplete" until FINAL=1, when it also
+# prints the table and sets the exit code).
+summarize() {
+  "$PY" - "$OUT" "$T_START" "$DEV" "$1" <<'PYEOF'
+import datetime, json, os, sys, time
+out, t0, dev, final = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
+order = ["env", "capture_cuda", "bench_cuda", "preflight_cuda", "probe_nccl", "calibrate", "plan_preflight"]
+checks = []
+for n in order:
+    p = os.path.join(out, "checks", n + ".json")
+    if os.path.exists(p):
+        checks.append(json.load(open(p)))
+    elif final:
+        checks.append({"name": n, "pass": False, "skipped": False, "detail": {"why": "did not run"}})
+ok = all(c["pass"] or c["skipped"] for c in checks)
+doc = {"schema": "simreplay.gpu-check/1",
+       "status": ("pass" if ok else "fail") if final else f"incomplete ({len(checks)} of {len(order)} sub-checks so far)",
+       "device": "cuda" if dev == "cuda" else "cpu-dry-run (GPU_CHECK_CPU_DRYRUN=1: proves nothing about CUDA)",
+       "python": sys.executable, "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+       "total_s": time.time() - t0, "checks": checks}
+tmp = os.path.join(out, "summary.json.tmp")
+json.dump(doc, open(tmp, "w"), indent=1, sort_keys=True, default=str)
+os.replace(tmp, os.path.join(out, "summary.json"))
+if final:
+    for c in checks:
+        print(f"{'SKIP' if c['skipped'] else 'PASS' if c['pass'] else 'FAIL'} {c['name']} {c.get('seconds', 0):.1f} s")
+    print(f"gpu_check {doc['status'].upper()} on {doc['device']} in {doc['total_s']:.0f} s: {out}/summary.json")
+    sys.exit(0 if ok else 1)
+PYEOF
+}
+
+# run_check NAME TIMEOUT_S COMMAND...: runs it with a time limit (cut to what is left of the budget), log
+# in OUT/logs/NAME.log; the verifier (verify NAME RC SECONDS) writes OUT/checks/NAME.json, and the
+# summary is rewritten.
 run_check() {
   local name=$1 limit=$2; shift 2
-  local t0 t1 rc
+  local t0 t1 rc left
+  left=$(awk -v a="$T_START" -v b="$(date +%s.%N)" -v B="$BUDGET_S" 'BEGIN { printf "%d", B - (b - a) }')
+  if [ "$left" -lt 20 ]; then
+    echo "== $name: not run, the budget of ${BUDGET_S}s is spent" >&2
+    echo "not run: the script's time budget (GPU_CHECK_BUDGET_S=${BUDGET_S}) was spent before it" >"$OUT/logs/$name.log"
+    verify "$name" 124 0
+    summarize 0
+    return
+  fi
+  [ "$limit" -gt $((left - 5)) ] && limit=$((left - 5))
   echo "== $name (limit ${limit}s)" >&2
   t0=$(date +%s.%N)
   if declare -F "$1" >/dev/null; then  # a shell function of this script: timeout needs a process
@@ -56,7 +120,12 @@ run_check() {
   rc=$?
   t1=$(date +%s.%N)
   verify "$name" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')"
+  summarize 0
 }
+
+# simreplay can run here (built, and its shared libraries, SimGrid's, present).
+sim_runs() { [ -x "$SIM" ] && "$SIM" --version >/dev/null 2>&1; }
+export -f sim_runs
 
 verify() {
   "$PY" - "$OUT" "$1" "$2" "$3" "$DEV" <<'PYEOF'
@@ -72,7 +141,7 @@ def log_tail():
         return []
 try:
     if rc in (124, 137):
-        res["detail"]["why"] = "timed out"
+        res["detail"]["why"] = "timed out" if secs > 0 else "not run: the time budget was spent"
     elif name == "env":
         res["detail"] = json.load(open(os.path.join(out, "env.json")))
         res["pass"] = rc == 0
@@ -114,6 +183,26 @@ try:
         else:
             m = json.load(open(os.path.join(out, "model.json")))
             res.update(detail={"self_check": m.get("self_check")}, **{"pass": rc == 0 and "self_check" in m})
+    elif name == "plan_preflight":
+        if rc == 77:
+            res.update(skipped=True, detail={"why": " ".join(log_tail())})
+        else:
+            plan = json.load(open(os.path.join(out, "plan", "out", "plan.json")))
+            gpu = plan["measured_on"]
+            rows = {a["input"]: a for a in plan["assumptions"]}
+            step = rows.get(f"step_time_s[{gpu}]", {})
+            checks = [a for a in plan["assumptions"] if a["input"] in ("preflight_check", "manifest_check",
+                                                                       "preflight.step_time_s", "precision_step_time_s",
+                                                                       "sequence.length") or a["input"].startswith("sequence_scaling")]
+            c = plan["candidates"][0]
+            d = {"measured_on": gpu, "step_time": step, "pilot_rows": checks,
+                 "candidate": {k: c.get(k) for k in ("step_time_s", "step_time_source", "memory_per_gpu_bytes",
+                                                     "memory_breakdown", "fits_memory", "needs", "assumed")}}
+            # On CUDA the GPU step must be used as measured (its device name matched measured_on, its
+            # micro-batch, sequence and software matched); on the CPU dry run it must not be used.
+            want = "measured" if dev == "cuda" else "assumed"
+            ok = rc == 0 and step.get("status") == want and not any(a["status"] == "overridden" for a in checks)
+            res.update(detail=d, **{"pass": bool(ok)})
 except Exception as e:  # a missing or malformed output: the sub-check failed, say why
     res["detail"]["why"] = f"{type(e).__name__}: {e}"
     res["detail"]["log_tail"] = log_tail()
@@ -193,7 +282,7 @@ probe() {
   if [ "$n" -ge 2 ]; then echo "nccl between $n processes, one GPU each" >"$OUT/probe_nccl.note"
   else echo "one GPU: nccl with 1 rank (NCCL refuses two ranks on one device); two-process nccl needs two GPUs" >"$OUT/probe_nccl.note"; fi
   [ "$DEV" = cpu ] && echo "cpu dry run: gloo between 2 processes" >"$OUT/probe_nccl.note"
-  if [ -x "$SIM" ]; then
+  if sim_runs; then
     "$SIM" probe network --nprocs "$n" --backend "$backend" --max-bytes 16M --budget-s 0.1 --out "$OUT/probe-network.json" --python "$PY"
   else
     "$PY" -m simreplay_capture.probe_network --nprocs "$n" --backend "$backend" --max-bytes 16M --budget-s 0.1 --out "$OUT/probe-network.json"
@@ -204,8 +293,12 @@ run_check probe_nccl 120 probe
 
 # ---------------------------------------------------------------------------------------- calibrate + self-check
 calibrate() {
-  if [ ! -x "$SIM" ]; then
-    echo "building simreplay (not found at $SIM)"
+  if ! sim_runs; then
+    if [ "${GPU_CHECK_BUILD:-0}" != 1 ]; then
+      echo "no runnable simreplay binary at $SIM (missing, or its shared libraries such as SimGrid's are absent): skipped; carry build/simreplay or set GPU_CHECK_BUILD=1 to build it here"
+      return 77
+    fi
+    echo "building simreplay (not runnable at $SIM)"
     { cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=Release >/dev/null && \
       cmake --build "$ROOT/build" -j"$(nproc)" --target simreplay; } || { echo "no simreplay binary: the build failed (SimGrid and the other build dependencies: scripts/setup.sh); skipped"; return 77; }
   fi
@@ -214,26 +307,43 @@ calibrate() {
 export -f calibrate
 run_check calibrate 240 calibrate
 
-# ---------------------------------------------------------------------------------------- summary
-"$PY" - "$OUT" "$T_START" "$DEV" <<'PYEOF'
-import datetime, json, os, sys, time
-out, t0, dev = sys.argv[1], float(sys.argv[2]), sys.argv[3]
-order = ["env", "capture_cuda", "bench_cuda", "preflight_cuda", "probe_nccl", "calibrate"]
-checks = []
-for n in order:
-    p = os.path.join(out, "checks", n + ".json")
-    checks.append(json.load(open(p)) if os.path.exists(p) else {"name": n, "pass": False, "skipped": False,
-                                                                  "detail": {"why": "did not run"}})
-ok = all(c["pass"] or c["skipped"] for c in checks)
-doc = {"schema": "simreplay.gpu-check/1", "status": "pass" if ok else "fail",
-       "device": "cuda" if dev == "cuda" else "cpu-dry-run (GPU_CHECK_CPU_DRYRUN=1: proves nothing about CUDA)",
-       "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(), "total_s": time.time() - t0,
-       "checks": checks}
-tmp = os.path.join(out, "summary.json.tmp")
-json.dump(doc, open(tmp, "w"), indent=1, sort_keys=True, default=str)
-os.replace(tmp, os.path.join(out, "summary.json"))
-for c in checks:
-    print(f"{'SKIP' if c['skipped'] else 'PASS' if c['pass'] else 'FAIL'} {c['name']} {c.get('seconds', 0):.1f} s")
-print(f"gpu_check {doc['status'].upper()} on {doc['device']} in {doc['total_s']:.0f} s: {out}/summary.json")
-sys.exit(0 if ok else 1)
+# ---------------------------------------------------------------------------------------- plan --preflight
+plan_preflight() {
+  sim_runs || { echo "no runnable simreplay binary at $SIM: skipped"; return 77; }
+  [ -f "$OUT/model.json" ] || { echo "no calibrated model (the calibrate sub-check did not write one): skipped"; return 77; }
+  [ -f "$OUT/preflight/preflight.json" ] || { echo "no preflight.json (preflight_cuda did not write one): skipped"; return 77; }
+  "$PY" - "$OUT" "$DEV" "$SCALE" "$ROOT" <<'PYEOF' || return 1
+# A one-candidate plan on this GPU whose scenario replays the CUDA capture's model with the preflight's
+# micro-batch, and whose sequence length is the pilot's: every check of plan --preflight should pass.
+import json, os, sys
+out, dev, scale, root = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+pf = json.load(open(os.path.join(out, "preflight", "preflight.json")))
+cat = json.load(open(os.path.join(root, "models", "accelerator_catalogue.json")))["accelerators"]
+gpus = (pf.get("manifest") or {}).get("hardware", {}).get("gpus") or [{}]
+name = str(gpus[0].get("name") or "")
+gpu = next((a["name"] for a in cat if any(p.lower() in name.lower() for p in a.get("device_names", []))), "h200")
+d = os.path.join(out, "plan")
+os.makedirs(d, exist_ok=True)
+scenario = {"model": os.path.join(out, "model.json"),
+            "loader": {"num_workers": 2, "batch_size": pf["job"]["micro_batch_samples"], "prefetch_factor": 2,
+                       "pin_memory": dev == "cuda", "persistent_workers": False},
+            "hardware": {"cpu_cores": os.cpu_count() or 2, "gpus": 1}, "train": {"steps": 50, "dataset_samples": 4096},
+            "replay": {"fidelity": "batch"}, "seed": 0}
+plan = {"scenario": "scenario.json",
+        "job": {"target": {"steps": 2000},
+                "model": {"parameters": pf["job"]["parameters"], "optimizer": "adamw", "precision": "bf16"},
+                "sequence": {"length": 64 * scale},
+                "checkpoint": {"every_s": "auto", "write_bytes_per_s": 1e9, "read_bytes_per_s": 2e9}},
+        "measured_on": gpu, "candidates": {"gpu": [gpu], "nodes": [1], "gpus_per_node": 1},
+        "prices_per_gpu_hour": {gpu: 3.8}, "simulation": {"initial_steps": 60, "max_steps": 240}}
+json.dump(scenario, open(os.path.join(d, "scenario.json"), "w"), indent=1)
+json.dump(plan, open(os.path.join(d, "plan.json"), "w"), indent=1)
+print(f"plan on {gpu} (device name {name!r})")
 PYEOF
+  "$SIM" plan "$OUT/plan/plan.json" --out "$OUT/plan/out" --preflight "$OUT/preflight/preflight.json" --jobs 2
+}
+export -f plan_preflight
+run_check plan_preflight 90 plan_preflight
+
+# ---------------------------------------------------------------------------------------- summary
+summarize 1

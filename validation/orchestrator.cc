@@ -11,6 +11,7 @@
 #include "validation/measurement.h"
 #include "validation/predictor.h"
 #include "validation/report_writer.h"
+#include "validation/run_manifests.h"
 
 namespace simreplay::validation {
 
@@ -375,6 +376,15 @@ Result<ValidateOutcome> RunValidation(const ValidateOptions& options) {
   input.spec = &spec;
   input.runs = runs;
   ReadMeasurements(runs, runs_base, &input, &outcome.warnings);
+  const std::vector<std::string> manifest_differences = RunManifestDifferences(runs, input.facts);
+  if (!manifest_differences.empty() && !options.allow_manifest_diff) {
+    return Status::InvalidArgument(fmt::format(
+        "{}/runs.json: {} run(s) differ from the others in what matters ({}{}): they cannot be compared (simreplay "
+        "diff-manifest names every difference; --allow-manifest-diff compares them anyway, recorded in "
+        "validation.json)",
+        runs_base, manifest_differences.size(), manifest_differences.front(),
+        manifest_differences.size() > 1 ? "; ..." : ""));
+  }
   const std::string cpu_probe = CpuProbeFor(options, &outcome.warnings);
   const auto model_of_case = CalibrateCases(options, runs, runs_base, cpu_probe, &input, &outcome.warnings);
   PredictOptions predict_options;
@@ -392,6 +402,7 @@ Result<ValidateOutcome> RunValidation(const ValidateOptions& options) {
     input.environment["cpu_probe_dataset"] = input.cpu_probe.dataset;
     input.environment["cpu_probe_workers"] = input.cpu_probe.workers;
   }
+  if (!manifest_differences.empty()) input.environment["manifest_differences_allowed"] = manifest_differences;
   input.warnings = outcome.warnings;
   outcome.document = Analyze(input);
   SIMREPLAY_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/validation.json", outcome.document.dump(1) + "\n"));

@@ -28,6 +28,9 @@ struct ValidateOptions {
   RunEnvironment env;  // dataset_dir absolute, or empty when the spec's command needs none
   // The simreplay executable that calibrates (`SIMREPLAY calibrate TRACE --out MODEL`).
   std::string simreplay_executable;
+  // Compare runs whose manifests differ in what matters (validation/run_manifests.h); recorded in
+  // validation.json's environment.manifest_differences_allowed. Refused (InvalidArgument) otherwise.
+  bool allow_manifest_diff = false;
   // Called after each real run with its 1-based position, the total and a one-line outcome; may be empty.
   std::function<void(size_t index, size_t total, const RunRecord& run, const std::string& outcome)> on_run;
 };

@@ -5,7 +5,7 @@ or its directory: its `manifest`) or bare manifest JSON files. Prints one line p
 `MATTERS` or `info` (docs/manifest.md defines which fields matter), then a verdict line. Exit 0 when
 nothing that matters differs, 1 when something does, 2 bad command line, 3 an input cannot be read.
 
-    python3 -m simreplay_capture.diff_manifest A B [--json OUT]
+    python3 -m simreplay_capture.diff_manifest A B [--scope runs|cases|software] [--json OUT]
 """
 from __future__ import annotations
 
@@ -15,15 +15,20 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-# Fields whose difference makes two runs incomparable: the software stack, the image, the model and
-# data revisions, and the hardware the figures depend on. Dotted prefixes: "versions" covers every
-# key under it. Everything else (commit, command, cwd, times, storage, network, notes, loader and
-# preflight config, rank) is reported as info: A/B experiments change those on purpose.
-MATTERS: Tuple[str, ...] = (
-    "versions", "packages.sha256", "container.image_digest", "rocm", "revisions.model", "revisions.dataset",
-    "revisions.dataset_files.sha256", "hardware.cpu_model", "hardware.cores", "hardware.threads",
-    "hardware.gpus",
-)
+# Fields whose difference makes two runs incomparable (docs/manifest.md, "What matters"), in three
+# groups: the software stack (with the image and the model revision), the data revisions, and the
+# hardware the figures depend on. Dotted prefixes: "versions" covers every key under it. Everything
+# else (commit, command, cwd, times, storage, network, notes, loader and preflight config, rank) is
+# reported as info: A/B experiments change those on purpose. The same rule as `simreplay diff-manifest`
+# (replay/manifest.cc).
+SOFTWARE: Tuple[str, ...] = ("versions", "packages.sha256", "container.image_digest", "rocm", "revisions.model")
+DATA: Tuple[str, ...] = ("revisions.dataset", "revisions.dataset_files.sha256")
+HARDWARE: Tuple[str, ...] = ("hardware.cpu_model", "hardware.cores", "hardware.threads", "hardware.gpus")
+# --scope: runs (repetitions of one configuration), cases (cases of one experiment: other data on
+# purpose), software (a preflight against a capture for a plan: other hardware on purpose)
+SCOPES: Dict[str, Tuple[str, ...]] = {"runs": SOFTWARE + DATA + HARDWARE, "cases": SOFTWARE + HARDWARE,
+                                      "software": SOFTWARE}
+MATTERS: Tuple[str, ...] = SCOPES["runs"]
 # never compared: identical by construction or different in every run
 SKIP: Tuple[str, ...] = ("start_time", "t0_monotonic_ns", "t0_time_ns", "packages.list")
 
@@ -93,7 +98,8 @@ def _package_changes(a: Dict[str, Any], b: Dict[str, Any]) -> List[Dict[str, Any
             for n in sorted(set(da) | set(db)) if da.get(n) != db.get(n)]
 
 
-def diff(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
+def diff(a: Dict[str, Any], b: Dict[str, Any], scope: str = "runs") -> Dict[str, Any]:
+    matters_prefixes = SCOPES[scope]
     fa: Dict[str, Any] = {}
     fb: Dict[str, Any] = {}
     _flatten(a, "", fa)
@@ -107,7 +113,7 @@ def diff(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
         va, vb = fa.get(k), fb.get(k)
         if in_a and in_b and va == vb:
             continue
-        matters = _under(k, MATTERS)
+        matters = _under(k, matters_prefixes)
         if matters and (not in_a or not in_b):
             # an older manifest without the field: it cannot be checked, which is not a difference
             unknown.append(k)
@@ -142,6 +148,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("a", help="trace, preflight.json (or its directory), or manifest JSON")
     ap.add_argument("b")
     ap.add_argument("--json", help="also write the differences as JSON here")
+    ap.add_argument("--scope", choices=sorted(SCOPES), default="runs",
+                    help="what matters: runs (default), cases (no data revisions), software (software only)")
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
@@ -151,7 +159,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ManifestError as e:
         sys.stderr.write(f"{e}\n")
         return 3
-    res = diff(ma, mb)
+    res = diff(ma, mb, args.scope)
     sys.stdout.write(report_text(res, args.a, args.b))
     if args.json:
         with open(args.json + ".tmp", "w") as f:

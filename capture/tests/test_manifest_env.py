@@ -173,3 +173,16 @@ def test_diff_manifest_bad_input(tmp_path):
     p = _dm(tmp_path / "bad.json", tmp_path / "bad.json")
     assert p.returncode == 3 and p.stderr.startswith(f"{tmp_path / 'bad.json'}: expected JSON")
     assert _dm(tmp_path / "bad.json").returncode == 2
+
+
+def test_diff_manifest_scopes():
+    # runs: everything that matters; cases: not the data revisions; software: not the hardware either
+    a = {"versions": {"torch": "2.4.1"}, "revisions": {"dataset": "d1"}, "hardware": {"cores": 4}}
+    b = {"versions": {"torch": "2.4.1"}, "revisions": {"dataset": "d2"}, "hardware": {"cores": 8}}
+    assert diff(a, b)["matters_count"] == 2
+    cases = diff(a, b, "cases")
+    assert cases["matters_count"] == 1
+    assert [d["field"] for d in cases["differences"] if d["matters"]] == ["hardware.cores"]
+    assert diff(a, b, "software")["matters"] is False
+    b["versions"]["torch"] = "2.5.0"
+    assert diff(a, b, "software")["matters_count"] == 1

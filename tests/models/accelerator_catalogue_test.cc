@@ -49,5 +49,38 @@ TEST(AcceleratorCatalogue, RejectsBadCatalogues) {
   EXPECT_NE(duplicate.status().message().find("duplicate"), std::string::npos);
 }
 
+TEST(AcceleratorCatalogue, DeviceNamesAndSoftwareStack) {
+  const auto& c = AcceleratorCatalogue::Builtin();
+  // Names as torch.cuda.get_device_name reports them.
+  const std::pair<const char*, const char*> cases[] = {{"NVIDIA A100-SXM4-80GB", "a100-80gb"},
+                                                       {"NVIDIA A100-SXM4-40GB", "a100-40gb"},
+                                                       {"NVIDIA H100 80GB HBM3", "h100-sxm"},
+                                                       {"NVIDIA H100 PCIe", "h100-pcie"},
+                                                       {"NVIDIA H200", "h200"},
+                                                       {"AMD Instinct MI300X", "mi300x"}};
+  for (const auto& [device, name] : cases) {
+    const Accelerator* found = c.FindByDeviceName(device);
+    ASSERT_NE(found, nullptr) << device;
+    EXPECT_EQ(found->name, name) << device;
+    EXPECT_TRUE(c.Find(name)->MatchesDeviceName(device)) << device;
+  }
+  EXPECT_EQ(c.FindByDeviceName("Tesla V100-SXM2-32GB"), nullptr);
+  EXPECT_FALSE(c.Find("a100-80gb")->MatchesDeviceName("NVIDIA A100-SXM4-40GB"));
+  EXPECT_TRUE(c.Find("h200")->MatchesDeviceName("nvidia h200"));  // case-insensitive
+  EXPECT_EQ(c.Find("mi300x")->software_stack, "rocm");
+  EXPECT_EQ(c.Find("h100-sxm")->software_stack, "cuda");
+
+  nlohmann::json one = {{"name", "g"},          {"memory_bytes", 1},          {"hbm_bytes_per_s", 1},
+                        {"bf16_flops_per_s", 1}, {"intra_node_bytes_per_s", 1}, {"software_stack", "opencl"}};
+  auto bad_stack = AcceleratorCatalogue::Parse({{"schema", kAcceleratorSchema}, {"accelerators", {one}}}, "c.json");
+  ASSERT_FALSE(bad_stack.ok());
+  EXPECT_NE(bad_stack.status().message().find("software_stack"), std::string::npos);
+  one["software_stack"] = "cuda";
+  one["device_names"] = {1};
+  auto bad_names = AcceleratorCatalogue::Parse({{"schema", kAcceleratorSchema}, {"accelerators", {one}}}, "c.json");
+  ASSERT_FALSE(bad_names.ok());
+  EXPECT_NE(bad_names.status().message().find("device_names"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace simreplay::models

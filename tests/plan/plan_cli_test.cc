@@ -271,8 +271,8 @@ namespace {
 TEST(PlanCli, RealCpuPreflightMeasuresCheckpointAndRestartButNotTheGpu) {
   // tests/plan/data/preflight_cpu_real.json: the output of `python3 -m simreplay_capture.preflight`
   // (default entry, CPU, this machine), unedited. Its checkpoint and restart figures are measured;
-  // its step time and host PSS peak are CPU figures: the step time is used but stays assumed, the
-  // PSS peak is not GPU memory and is not used.
+  // its step time and host PSS peak are CPU figures: a CPU step time never replaces a GPU step time
+  // (the plan keeps the scenario's, listed as not used), the PSS peak is not GPU memory.
   fs::path out = Fresh("plan_preflight_real");
   auto r = RunCli("plan " + kSmall + " --out " + out.string() + " --preflight " + kData + "preflight_cpu_real.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -286,7 +286,8 @@ TEST(PlanCli, RealCpuPreflightMeasuresCheckpointAndRestartButNotTheGpu) {
   EXPECT_EQ(status["restart_s"], "measured");
   EXPECT_EQ(status["activation_bytes_per_gpu"], "input");
   const auto& row = plan["candidates"][2];
-  EXPECT_NEAR(row["step_time_s"].get<double>(), 0.5780047202499645, 1e-8);  // measured.compute_s (9 digits)
+  EXPECT_DOUBLE_EQ(row["step_time_s"].get<double>(), 0.25);  // the scenario's, not measured.compute_s (0.578)
+  EXPECT_EQ(status["preflight.step_time_s"], "not used");
   for (const auto& a : row["assumed"]) EXPECT_TRUE(a != "checkpoint") << a;
   // Its restart was measured on one rank: extrapolated for these 2-rank candidates, never `measured`.
   EXPECT_EQ(row["goodput"]["restart_parts"][1]["status"], "measured (1 node, 1 rank), extrapolated");

@@ -136,6 +136,31 @@ TEST(Orchestrator, MedianRunCalibratesAndAFailedRunFailsTheValidation) {
   EXPECT_TRUE(named) << doc["completeness"].dump(1);
 }
 
+TEST(Orchestrator, RunsFromAnotherMachineAreRefusedUnlessAllowedAndThenRecorded) {
+  // One repetition of B reports another machine (8 cores, the others 4): its throughput cannot be
+  // pooled with the others' (validation/run_manifests.h).
+  ValidateOptions o = Options("other_machine");
+  ::setenv("FAKE_BENCH_OTHER_MACHINE", "B.train.r1", 1);
+  auto out = RunValidation(o);
+  ::unsetenv("FAKE_BENCH_OTHER_MACHINE");
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), Status::Code::kInvalidArgument);
+  const std::string& why = out.status().message();
+  EXPECT_NE(why.find("run B.train.r0 vs B.train.r1: hardware.cores: 4 -> 8"), std::string::npos) << why;
+  EXPECT_NE(why.find("--allow-manifest-diff"), std::string::npos) << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  EXPECT_FALSE(fs::exists(o.out_dir + "/validation.json"));
+  // The runs stay recorded: re-analysed with the override, the difference is written down.
+  ValidateOptions again = Options("other_machine_allowed");
+  again.ingest_dir = o.out_dir;
+  again.allow_manifest_diff = true;
+  auto allowed = RunValidation(again);
+  ASSERT_TRUE(allowed.ok()) << allowed.status().message();
+  const auto& recorded = allowed->document["environment"]["manifest_differences_allowed"];
+  ASSERT_EQ(recorded.size(), 1u) << allowed->document["environment"].dump();
+  EXPECT_EQ(recorded[0], "run B.train.r0 vs B.train.r1: hardware.cores: 4 -> 8");
+}
+
 TEST(Orchestrator, CalibrationRunIsTheMedianByThroughputThenOrder) {
   AnalysisInput in;
   std::vector<RunRecord> runs;

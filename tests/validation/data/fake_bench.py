@@ -7,6 +7,7 @@ give the same bytes. The repetition is read from the trace file name (validate n
 "<case>.<kind>.r<rep>" and "<case>.warmup<k>"), so each repetition measures a known throughput:
    rep r -> 100 x (1 + num_workers) x [1.0, 1.1, 0.9][r % 3] samples/s; warm-up runs -> 1.0.
 FAKE_BENCH_FAIL=<run id> makes that run exit 1 without writing anything.
+FAKE_BENCH_OTHER_MACHINE=<run id> makes that run's manifest report 8 cores instead of 4 (another machine).
 """
 import argparse
 import gzip
@@ -48,6 +49,8 @@ manifest = {
     "data": {"files": DATASET, "bytes": DATASET * 30_000, "format": "files"},
     "accelerator": "emulated",
 }
+if os.environ.get("FAKE_BENCH_OTHER_MACHINE") == run_id:
+    manifest["hardware"]["cores"] = 8
 lines = [{"type": "header", "schema": "simreplay.trace/1", "manifest": manifest},
          {"type": "event", "t_ns": 0, "kind": "epoch_start", "epoch": 0, "iter_ns": 5 * MS}]
 free = [10 * MS] * max(1, workers)  # each worker's clock
