@@ -11,7 +11,8 @@
 // tree edge) per phase carrying the algorithm's total bytes, plus the latency of the steps folded
 // into it, all issued by the last rank to arrive while the others wait at one barrier; flows that run
 // alone on intra-node links (a flat ring's NVLink edges) are simulated once for all identical ones,
-// which is exact (docs/performance.md). Per-message form: every ring step as its own message; the
+// and without shared storage so are isomorphic components of NIC-crossing flows: both exact
+// (docs/performance.md, "Large clusters"). Per-message form: every ring step as its own message; the
 // tree as NCCL's pipeline of chunks (at most 8 MiB), reduce and broadcast of both trees at once.
 // docs/modelling.md states the difference measured between the two.
 // Host CPU work (models::CollectiveParams::cpu_s_per_bus_byte > 0: gloo's reductions and the kernel's
