@@ -7,11 +7,12 @@
 # oversubscription), 8 NICs of 50 GB/s per node, hierarchical all-reduce of 400 MB per optimizer step
 # in 16 buckets of 25 MB (16: the most the planner simulates, plan/candidate_sim.h) with 0.6 of the
 # step overlapped, 8 DataLoader workers per rank, batch 8, 64 cores per node, 0.25 s GPU steps, batch
-# fidelity, the quickstart's captured costs (examples/quickstart/model.json), 1000 steps.
+# fidelity (--fidelity), the quickstart's captured costs (examples/quickstart/model.json), 1000 steps.
 #
 # Usage: scripts/scale_benchmark.sh [--binary PATH] [--nodes "1 8 32 128 512"] [--steps N] [--workers N]
-#                                   [--out DIR]
-# (--workers: DataLoader workers per rank, 8 by default; 0 with few steps times mostly the start-up.)
+#                                   [--fidelity batch|sample] [--out DIR]
+# (--workers: DataLoader workers per rank, 8 by default; 0 with few steps times mostly the start-up.
+#  --fidelity: replay.fidelity, batch by default as plans use; sample is the default of `simulate`.)
 # Prints one line per size: gpus nodes wall_s cpu_s peak_rss_mb results_sha256 (the digest of
 # results.json, to check that two binaries give identical outputs). The machine should be otherwise
 # idle; on a shared one compare binaries within one run, as ratios.
@@ -22,6 +23,7 @@ binary="$repo/build/simreplay"
 nodes_list="1 8 32 128 512"
 steps=1000
 workers=8
+fidelity=batch
 out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -29,8 +31,9 @@ while [[ $# -gt 0 ]]; do
     --nodes) nodes_list="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --workers) workers="$2"; shift 2 ;;
+    --fidelity) fidelity="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    *) echo "usage: $0 [--binary PATH] [--nodes \"1 8 32\"] [--steps N] [--workers N] [--out DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--binary PATH] [--nodes \"1 8 32\"] [--steps N] [--workers N] [--fidelity batch|sample] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 [[ -x "$binary" ]] || { echo "$0: no simreplay binary at $binary (build it, or pass --binary)" >&2; exit 2; }
@@ -51,7 +54,7 @@ for nodes in $nodes_list; do
              "persistent_workers": $persistent},
   "hardware": {"cpu_cores": 64, "gpus": 8},
   "train": {"steps": $steps, "step_time_s": 0.25, "dataset_samples": 1281167},
-  "replay": {"fidelity": "batch"},
+  "replay": {"fidelity": "$fidelity"},
   "cluster": {"nodes": $nodes, "topology": "fat-tree", "fat_tree": {"nodes_per_switch": 8, "oversubscription": 1},
               "network": {"nic_bytes_per_s": 50e9, "nic_latency_s": 5e-6, "nics_per_node": 8}},
   "collective": {"algorithm": "hierarchical", "gradient_bytes": 400e6, "bucket_bytes": 25e6, "overlap": 0.6},

@@ -63,6 +63,9 @@ class AnalyticCollectives : public Collectives {
     HostCpuWork::Wait(work);
   }
 
+  bool RunsForAll() const override { return !cpu_.enabled(); }
+  void RunForAll(CollectiveOp op, double bytes) override { sg4::this_actor::sleep_for(TimeS(op, bytes)); }
+
  private:
   // The model's alpha-beta ring estimate (models::ModelParams::CollectiveTimeS) for `bytes`; a measured
   // time per step is shared out in proportion to the bytes.
@@ -114,8 +117,9 @@ struct Phase {
 class FlowCollectives : public Collectives {
  public:
   FlowCollectives(const RunConfig& config, const models::ClusterTopology& topology, const Platform& platform,
-                  HostCpuWork cpu, std::array<LinkClassLoad, 5>* link_load)
+                  HostCpuWork cpu, std::array<LinkClassLoad, 5>* link_load, bool fold_isomorphic)
       : config_(config),
+        fold_isomorphic_(fold_isomorphic),
         topology_(topology),
         platform_(platform),
         cpu_(std::move(cpu)),
@@ -132,6 +136,14 @@ class FlowCollectives : public Collectives {
     }
   }
 
+  bool RunsForAll() const override {
+    return config_.collective_fidelity == CollectiveFidelity::kAggregated && !cpu_.enabled();
+  }
+
+  void RunForAll(CollectiveOp op, double bytes) override {
+    for (const Phase& phase : plans_[static_cast<size_t>(op)]) RunPhaseFlows(phase, bytes);
+  }
+
   void Run(int rank, CollectiveOp op, double bytes) override {
     const auto& plan = plans_[static_cast<size_t>(op)];
     if (config_.collective_fidelity == CollectiveFidelity::kAggregated) {
@@ -140,7 +152,7 @@ class FlowCollectives : public Collectives {
         // wait at the barrier, which it joins when the last phase is done. One blocking call per rank.
         if (++arrived_ == config_.ranks) {
           arrived_ = 0;
-          for (const Phase& phase : plan) RunPhaseFlows(phase, bytes);
+          RunForAll(op, bytes);
         }
         barrier_->wait();
         return;
@@ -213,8 +225,8 @@ class FlowCollectives : public Collectives {
   // of the phase crosses: NVLink edges of a flat ring, intra-node rings) take latency + bytes / rate
   // whatever the others do, because only collectives use those links and one phase runs at a time. Such
   // flows with the same bytes, route latency and slowest link finish at the same instant: one of them
-  // is simulated for all (`copies`), which is exact. Flows crossing a NIC stay one per edge: they
-  // compete with each other and with storage traffic.
+  // is simulated for all (`copies`), which is exact. Flows crossing a NIC compete with each other and,
+  // with shared storage, with storage traffic; without it see FoldIsomorphicComponents.
   void Deduplicate(Phase* phase) const {
     std::map<std::pair<int, bool>, int> uses;
     std::vector<std::vector<models::Hop>> routes;
@@ -223,6 +235,7 @@ class FlowCollectives : public Collectives {
       for (const models::Hop& h : routes.back()) ++uses[{h.link, h.up}];
     }
     std::vector<Flow> kept;
+    std::vector<std::vector<models::Hop>> kept_routes;
     std::map<std::tuple<double, double, double>, size_t> representative;
     for (size_t i = 0; i < phase->flows.size(); ++i) {
       const auto& route = routes[i];
@@ -240,6 +253,65 @@ class FlowCollectives : public Collectives {
         }
       }
       kept.push_back(f);
+      kept_routes.push_back(route);
+    }
+    phase->flows = std::move(kept);
+    if (!config_.shared_storage && fold_isomorphic_) FoldIsomorphicComponents(phase, kept_routes);
+  }
+
+  // Without shared storage nothing but the collectives' flows crosses any network link, and one phase
+  // runs at a time. The phase's flows then fall into components (flows joined by a link direction
+  // they share) that cannot affect each other. Two components that are the same sharing system up to
+  // the names of their links (the same number of flows, flow k of each with the same bytes and the
+  // same sequence of link classes, capacities and latencies, and links shared in the same pattern)
+  // get the same max-min shares and finish at the same instants, so one is simulated for all of them
+  // (its flows' `copies` count the rest): exact, like the rule above. A hierarchical all-reduce's
+  // inter-node phase (one flow per local rank and node) folds from gpus x N flows to a few
+  // components' worth (docs/performance.md, "Large clusters").
+  void FoldIsomorphicComponents(Phase* phase, const std::vector<std::vector<models::Hop>>& routes) const {
+    const size_t n = phase->flows.size();
+    std::vector<size_t> parent(n);
+    for (size_t i = 0; i < n; ++i) parent[i] = i;
+    auto find = [&parent](size_t i) {
+      while (parent[i] != i) i = parent[i] = parent[parent[i]];
+      return i;
+    };
+    std::map<std::pair<int, bool>, size_t> first_user;
+    for (size_t i = 0; i < n; ++i) {
+      for (const models::Hop& h : routes[i]) {
+        auto [it, inserted] = first_user.emplace(std::make_pair(h.link, h.up), i);
+        if (!inserted) parent[find(i)] = find(it->second);
+      }
+    }
+    std::map<size_t, std::vector<size_t>> members;  // by root, flows in phase order
+    for (size_t i = 0; i < n; ++i) members[find(i)].push_back(i);
+    std::map<std::vector<double>, size_t> representative;  // signature -> root of the simulated component
+    std::vector<bool> simulated(n, false);
+    for (const auto& [root, flows] : members) {
+      std::vector<double> signature = {static_cast<double>(flows.size())};
+      std::map<std::pair<int, bool>, int> local_id;  // link direction -> order of first use here
+      for (size_t i : flows) {
+        signature.push_back(phase->flows[i].fraction);
+        signature.push_back(static_cast<double>(routes[i].size()));
+        for (const models::Hop& h : routes[i]) {
+          const auto& link = topology_.links()[static_cast<size_t>(h.link)];
+          auto [it, inserted] =
+              local_id.emplace(std::make_pair(h.link, h.up), static_cast<int>(local_id.size()));
+          signature.insert(signature.end(), {static_cast<double>(it->second),
+                                             static_cast<double>(link.link_class), link.bytes_per_s, link.latency_s});
+        }
+      }
+      auto [it, inserted] = representative.emplace(std::move(signature), root);
+      if (inserted) {
+        for (size_t i : flows) simulated[i] = true;
+        continue;
+      }
+      const auto& twin = members.at(it->second);
+      for (size_t k = 0; k < flows.size(); ++k) phase->flows[twin[k]].copies += phase->flows[flows[k]].copies;
+    }
+    std::vector<Flow> kept;
+    for (size_t i = 0; i < n; ++i) {
+      if (simulated[i]) kept.push_back(phase->flows[i]);
     }
     phase->flows = std::move(kept);
   }
@@ -453,6 +525,7 @@ class FlowCollectives : public Collectives {
   double tree_bytes_ = 0;                          // S of the tree all-reduce in flight
 
   const RunConfig& config_;
+  const bool fold_isomorphic_;  // FoldIsomorphicComponents where it applies
   const models::ClusterTopology& topology_;
   const Platform& platform_;
   HostCpuWork cpu_;
@@ -469,12 +542,12 @@ class FlowCollectives : public Collectives {
 std::unique_ptr<Collectives> MakeCollectives(const RunConfig& config, const models::ClusterTopology& topology,
                                              const Platform& platform, const models::ModelParams& model,
                                              const std::vector<NodeState*>& nodes,
-                                             std::array<LinkClassLoad, 5>* link_load) {
+                                             std::array<LinkClassLoad, 5>* link_load, bool fold_isomorphic) {
   HostCpuWork cpu(config, nodes, model.collective.cpu_s_per_bus_byte);
   if (config.algorithm == CollectiveAlgorithm::kAnalytic) {
     return std::make_unique<AnalyticCollectives>(config.ranks, model, config.gradient_bytes, std::move(cpu));
   }
-  return std::make_unique<FlowCollectives>(config, topology, platform, std::move(cpu), link_load);
+  return std::make_unique<FlowCollectives>(config, topology, platform, std::move(cpu), link_load, fold_isomorphic);
 }
 
 }  // namespace simreplay::sim

@@ -37,8 +37,10 @@ using scenarios::Sharding;
 
 class Simulation {
  public:
-  Simulation(const SimInput& in, const RunConfig& config, const DistributedSampler& sampler)
+  Simulation(const SimInput& in, const SimOptions& options, const RunConfig& config,
+             const DistributedSampler& sampler)
       : in_(in),
+        options_(options),
         config_(config),
         sampler_(sampler),
         topology_(config.cluster),
@@ -54,6 +56,7 @@ class Simulation {
   // The GPU step of one micro-batch; `sync`: the last micro-batch of an optimizer step.
   void Step(const RankContext& rank, Rng* rng, bool sync, double h2d_s);
   void Communicate(const RankContext& rank, double forward_end_s, double backward_s);
+  void CommunicateTogether(const RankContext& rank, double forward_end_s, double backward_s);
   void CommunicateSharded(const RankContext& rank, double forward_end_s, double backward_s);
   void RunCollective(const RankContext& rank, CollectiveOp op, double bytes, const char* name);
   void StepHostCpu(const RankContext& rank);
@@ -63,6 +66,7 @@ class Simulation {
   double ActorCount() const;
 
   const SimInput& in_;
+  const SimOptions options_;
   const RunConfig& config_;
   const DistributedSampler& sampler_;
   models::ClusterTopology topology_;
@@ -73,6 +77,12 @@ class Simulation {
   std::vector<RankContext> ranks_;
   std::vector<std::unique_ptr<DataLoader>> loaders_;
   std::unique_ptr<Collectives> collectives_;
+  // CommunicateTogether's step in progress: ranks arrived, the latest entry and bucket ready instants
+  // among them, and (once run) when each bucket's collective ended.
+  simgrid::s4u::BarrierPtr together_barrier_;
+  int together_arrived_ = 0;
+  double together_latest_entry_s_ = 0;
+  std::vector<double> together_latest_ready_s_, together_end_s_;
   int mains_finished_ = 0;
   double tcp_gamma_ = 0;  // SimGrid's network/TCP-gamma: CM02 bounds a flow at gamma / (2 x latency)
   std::vector<double> first_batch_s_;
@@ -132,6 +142,10 @@ void Simulation::Communicate(const RankContext& rank, double forward_end_s, doub
     CommunicateSharded(rank, forward_end_s, backward_s);
     return;
   }
+  if (!options_.full_reference && collectives_->RunsForAll()) {
+    CommunicateTogether(rank, forward_end_s, backward_s);
+    return;
+  }
   const double total_bytes = std::max(config_.gradient_bytes, 0.0);
   double ready_bytes = 0;
   for (double bucket : config_.bucket_bytes) {
@@ -140,6 +154,58 @@ void Simulation::Communicate(const RankContext& rank, double forward_end_s, doub
     const double now = sg4::Engine::get_clock();
     if (ready_s > now) sg4::this_actor::sleep_for(ready_s - now);
     RunCollective(rank, CollectiveOp::kAllReduce, bucket, "all-reduce");
+  }
+  FinishBackward(rank, forward_end_s + backward_s, forward_end_s + backward_s);
+}
+
+// The same bucket schedule when the collectives run for all ranks from one actor (Collectives::
+// RunsForAll): each rank hands in its buckets' ready instants and waits once; the last rank to arrive
+// runs bucket k's collective from max(the latest rank's ready instant of bucket k, the end of bucket
+// k - 1), which is when the last rank reached bucket k's barrier in Communicate, and releases everyone
+// after the last bucket. Each rank then books bucket k from max(its own ready instant, the end of
+// bucket k - 1) to the end of bucket k, as Communicate does. One blocking call per rank and step
+// instead of two per bucket (docs/performance.md, "Large clusters").
+void Simulation::CommunicateTogether(const RankContext& rank, double forward_end_s, double backward_s) {
+  const auto& buckets = config_.bucket_bytes;
+  const double total_bytes = std::max(config_.gradient_bytes, 0.0);
+  const double entry_s = sg4::Engine::get_clock();
+  std::vector<double> ready_s(buckets.size());
+  double ready_bytes = 0;
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    ready_bytes += buckets[k];
+    ready_s[k] = forward_end_s + (total_bytes > 0 ? backward_s * ready_bytes / total_bytes : backward_s);
+  }
+  if (together_arrived_ == 0) {
+    together_latest_entry_s_ = entry_s;
+    together_latest_ready_s_ = ready_s;
+  }
+  together_latest_entry_s_ = std::max(together_latest_entry_s_, entry_s);
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    together_latest_ready_s_[k] = std::max(together_latest_ready_s_[k], ready_s[k]);
+  }
+  if (++together_arrived_ == config_.ranks) {
+    together_arrived_ = 0;
+    together_end_s_.assign(buckets.size(), 0.0);
+    double previous_end_s = together_latest_entry_s_;
+    for (size_t k = 0; k < buckets.size(); ++k) {
+      const double start_s = std::max(together_latest_ready_s_[k], previous_end_s);
+      const double now = sg4::Engine::get_clock();
+      if (start_s > now) sg4::this_actor::sleep_for(start_s - now);
+      collectives_->RunForAll(CollectiveOp::kAllReduce, buckets[k]);
+      previous_end_s = together_end_s_[k] = sg4::Engine::get_clock();
+    }
+  }
+  together_barrier_->wait();
+  auto& rs = stats_.ranks[static_cast<size_t>(rank.rank)];
+  const int track = buckets.size() > 1 ? kTrackComm : kTrackGpu;
+  double previous_end_s = entry_s;
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    const double start_s = std::max(ready_s[k], previous_end_s);
+    const double spent_s = together_end_s_[k] - start_s;
+    stats_.collective_s += spent_s;
+    rs.collective_s += spent_s;
+    if (recorder_.timeline() && recorder_.Reserve(1)) recorder_.Add({rank.rank, track, "all-reduce", start_s, spent_s});
+    previous_end_s = together_end_s_[k];
   }
   FinishBackward(rank, forward_end_s + backward_s, forward_end_s + backward_s);
 }
@@ -382,7 +448,9 @@ Result<SimRawStats> Simulation::Run() {
   if (config_.ranks > 1) {
     std::vector<NodeState*> nodes;
     for (auto& node : nodes_) nodes.push_back(node.get());
-    collectives_ = MakeCollectives(config_, topology_, platform_, in_.model, nodes, &stats_.link_load);
+    collectives_ = MakeCollectives(config_, topology_, platform_, in_.model, nodes, &stats_.link_load,
+                                   !options_.full_reference);
+    together_barrier_ = sg4::Barrier::create(static_cast<unsigned>(config_.ranks));
   }
   first_batch_s_.assign(static_cast<size_t>(config_.ranks), -1.0);
   // Shared cores carry the host's other processes once.
@@ -408,7 +476,7 @@ Result<SimRawStats> Simulation::Run() {
 
 }  // namespace
 
-Result<SimRawStats> RunSimulation(const SimInput& input) {
+Result<SimRawStats> RunSimulation(const SimInput& input, const SimOptions& options) {
   if (input.costs == nullptr || input.costs->samples.empty()) {
     return Status::InvalidArgument("no per-sample costs to replay");
   }
@@ -421,7 +489,7 @@ Result<SimRawStats> RunSimulation(const SimInput& input) {
                                    " samples per rank with batch_size " + std::to_string(loader.batch_size) +
                                    " and drop_last");
   }
-  Simulation simulation(input, config, sampler);
+  Simulation simulation(input, options, config, sampler);
   return simulation.Run();
 }
 

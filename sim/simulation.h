@@ -8,6 +8,14 @@
 
 namespace simreplay::sim {
 
-Result<SimRawStats> RunSimulation(const SimInput& input);
+// How to simulate, for tests and benchmarks (a scenario never sets these).
+struct SimOptions {
+  // Simulate every collective flow and every gradient bucket's barrier, without the exact shortcuts
+  // (isomorphic flow components simulated once, one barrier per step for all buckets): the reference
+  // those shortcuts are tested against (tests/sim/cluster_test.cc); slower at scale.
+  bool full_reference = false;
+};
+
+Result<SimRawStats> RunSimulation(const SimInput& input, const SimOptions& options = {});
 
 }  // namespace simreplay::sim

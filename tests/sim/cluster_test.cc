@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "models/collective_model.h"
 #include "sim/isolated_run.h"
@@ -52,9 +54,9 @@ SimInput Cluster(const replay::SampleCostTable* costs, int nodes, int gpus, doub
   return in;
 }
 
-nlohmann::json Simulate(const SimInput& input, nlohmann::json* metrics = nullptr) {
-  auto results = RunIsolated({[&input]() -> Result<std::string> {
-                               auto stats = RunSimulation(input);
+nlohmann::json Simulate(const SimInput& input, nlohmann::json* metrics = nullptr, const SimOptions& options = {}) {
+  auto results = RunIsolated({[&input, &options]() -> Result<std::string> {
+                               auto stats = RunSimulation(input, options);
                                if (!stats.ok()) return stats.status();
                                nlohmann::json j = RawStatsToJson(*stats);
                                j["metrics"] = SummarizeMetrics(input, *stats);
@@ -472,6 +474,69 @@ TEST(Cluster, AggregatedRingAgreesWithPerMessageWhenCommunicationBound) {
   std::printf("collective time: aggregated %.6f s, per-message %.6f s, difference %+.3f%%\n", aggregated, per_message,
               100 * (aggregated - per_message) / per_message);
   EXPECT_NEAR(aggregated, per_message, 0.05 * per_message);
+}
+
+// Every number of `a` and `b` (objects, arrays, scalars) within `rel` of each other; names the first
+// that is not.
+::testing::AssertionResult AllNear(const nlohmann::json& a, const nlohmann::json& b, double rel,
+                                   const std::string& path = "") {
+  if (a.is_number() && b.is_number()) {
+    const double x = a.get<double>(), y = b.get<double>();
+    if (std::abs(x - y) <= rel * std::max({std::abs(x), std::abs(y), 1e-9})) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << path << ": " << x << " vs " << y;
+  }
+  if (a.type() != b.type() || a.size() != b.size()) return ::testing::AssertionFailure() << path << ": shapes differ";
+  if (a.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      if (!b.contains(it.key())) return ::testing::AssertionFailure() << path << "." << it.key() << " missing";
+      auto r = AllNear(it.value(), b[it.key()], rel, path + "." + it.key());
+      if (!r) return r;
+    }
+  } else if (a.is_array()) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      auto r = AllNear(a[i], b[i], rel, path + "[" + std::to_string(i) + "]");
+      if (!r) return r;
+    }
+  } else if (a != b) {
+    return ::testing::AssertionFailure() << path << ": " << a.dump() << " vs " << b.dump();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(Cluster, ExactShortcutsMatchTheFullReference) {
+  // The shortcuts that make large clusters affordable (isomorphic flow components simulated once; one
+  // barrier per step for all gradient buckets) against the full simulation (SimOptions::full_reference):
+  // 8 nodes x 4 GPUs with varied loading, lognormal GPU steps, 25 MB buckets overlapped with backward,
+  // for each collective algorithm on a fat-tree of leaves of 2 nodes. Every statistic and metric agrees
+  // to 1e-9 (summation order aside, they are the same computation).
+  replay::SampleCostTable costs;
+  costs.formats = {"synthetic"};
+  for (int i = 0; i < 2048; ++i)
+    costs.samples.push_back({0.0002 * (i % 3), 0.001 + 0.0007 * (i % 5), 0.0003, 1000, 5000, 0, false});
+  costs.distinct_indices = 2048;
+  costs.measured.mean_collate_per_sample_s = 1e-5;
+  for (auto algorithm : {scenarios::CollectiveAlgorithm::kHierarchical, scenarios::CollectiveAlgorithm::kRing,
+                         scenarios::CollectiveAlgorithm::kTree, scenarios::CollectiveAlgorithm::kAnalytic}) {
+    SimInput in = Cluster(&costs, 8, 4, 0.02, 12);
+    in.scenario.loader.num_workers = 2;
+    in.scenario.loader.batch_size = 4;
+    in.scenario.replay_fidelity = "batch";
+    in.scenario.train.dataset_samples = 1 << 16;
+    in.scenario.cluster.topology = scenarios::Topology::kFatTree;
+    in.scenario.cluster.fat_tree_nodes_per_switch = 2;
+    in.scenario.collective.algorithm = algorithm;
+    in.scenario.collective.gradient_bytes = 1e8;
+    in.scenario.collective.bucket_bytes = 25e6;
+    in.scenario.collective.overlap = 0.6;
+    in.model.gpu.step_cv = 0.2;
+    in.model.gpu.distribution = "lognormal";
+    nlohmann::json shortcut_metrics, full_metrics;
+    auto shortcut = Simulate(in, &shortcut_metrics);
+    auto full = Simulate(in, &full_metrics, SimOptions{.full_reference = true});
+    const int a = static_cast<int>(algorithm);
+    EXPECT_GT(full["collective_s"].get<double>(), 0) << a;
+    EXPECT_TRUE(AllNear(shortcut, full, 1e-9)) << "algorithm " << a;
+  }
 }
 
 TEST(Cluster, DeterministicAt1024Ranks) {
