@@ -58,10 +58,10 @@ def nginx_conf(prefix: str, root: str, conn_rate: int, max_conns: int, req_rate:
     if conn_rate > 0:
         lim.append(f"limit_rate {int(conn_rate)};")
     if max_conns > 0:
-        zones.append("limit_conn_zone $server_name zone=conns:1m;")
+        zones.append("limit_conn_zone $server_addr zone=conns:1m;")
         lim += [f"limit_conn conns {int(max_conns)};", "limit_conn_status 503;"]
     if req_rate > 0:
-        zones.append(f"limit_req_zone $server_name zone=reqs:1m rate={int(round(req_rate))}r/s;")
+        zones.append(f"limit_req_zone $server_addr zone=reqs:1m rate={int(round(req_rate))}r/s;")
         lim += [f"limit_req zone=reqs burst={max(1, int(round(req_rate)))} nodelay;", "limit_req_status 503;"]
     body = "\n".join("      " + x for x in lim)
     return f"""# written by validation/remote/object_server.py
