@@ -33,7 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 # The gate (issue 26's target for what-ifs that hold on real runs): every case within 10%. A failing
 # case stays failing and makes the run exit 4; the limit is never raised to make a run pass.
@@ -126,12 +126,16 @@ def simulate(simreplay: str, scenario: Dict[str, Any], out: str) -> Dict[str, An
 
 
 def predict(simreplay: str, model: str, overrides: Any, out: str, tiers: Optional[List[Any]],
-            background: float = -1, workers: int = WORKERS) -> Dict[str, Any]:
+            background: float = -1, workers: int = WORKERS, steps_window: Tuple[int, int] = (STEPS, WARMUP),
+            batch: int = BATCH) -> Dict[str, Any]:
+    """Throughput over the bench's window: (samples(S) - samples(W)) / (time(S) - time(W)), two simulations.
+    Also used by validation/remote/run.py (its own window and batch size)."""
     results = {}
-    for steps in (STEPS, WARMUP):
+    total, warm = steps_window
+    for steps in (total, warm):
         sc: Dict[str, Any] = {
             "name": "what-if validation", "model": model,
-            "loader": {"num_workers": workers, "batch_size": BATCH, "prefetch_factor": 2, "shuffle": True},
+            "loader": {"num_workers": workers, "batch_size": batch, "prefetch_factor": 2, "shuffle": True},
             "hardware": {"cpu_cores": 0}, "train": {"steps": steps}, "seed": 0}
         if background >= 0:  # absent: the model's own (a dedicated machine unless calibrate set it)
             sc["hardware"]["background_threads"] = background
@@ -141,9 +145,10 @@ def predict(simreplay: str, model: str, overrides: Any, out: str, tiers: Optiona
         if tiers is not None:
             sc["storage"] = {"tiers": tiers}
         results[steps] = simulate(simreplay, sc, os.path.join(out, f"steps{steps}"))
-    a, b = results[STEPS]["metrics"], results[WARMUP]["metrics"]
+    a, b = results[total]["metrics"], results[warm]["metrics"]
     thr = (a["samples"] - b["samples"]) / (a["simulated_time_s"] - b["simulated_time_s"])
-    return {"train_throughput_samples_per_s": thr, "warnings": results[STEPS].get("warnings", [])}
+    return {"train_throughput_samples_per_s": thr, "warnings": results[total].get("warnings", []),
+            "result": results[total]}
 
 
 def main() -> int:
