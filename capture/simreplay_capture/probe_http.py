@@ -263,13 +263,14 @@ def probe_object(url: str, seed: int, small: int, large_repeats: int, levels: Li
 
 def is_dataset_root(url: str) -> bool:
     """Whether `url` serves a make-dataset tree (dataset.json under it)."""
+    probe_url = url.rstrip("/") + "/dataset.json"
     try:
-        timed_request(url.rstrip("/") + "/dataset.json", max_bytes=1)
+        timed_request(probe_url, max_bytes=1)
         return True
     except RequestError as e:
-        if e.status == 404 or e.status == 403:
+        if e.status in (403, 404):
             return False
-        raise
+        raise RequestError(str(e).replace(probe_url, url), e.status) from None
 
 
 def probe(url: str, seed: int, large_repeats: int, streams: List[int]) -> Dict[str, Any]:
