@@ -20,8 +20,9 @@ the server namespace instead of Python's http.server. What each knob is:
   crosses), where the kernel has sch_netem; 0 (the default) adds none. The development VM's kernel
   has no netem ("Specified qdisc kind is unknown"), hence the server-side delay above.
 - --link-rate: the server link's rate, each direction (tbf): what every connection shares.
-- --conn-rate: nginx `limit_rate` (bytes/s per request, hence per connection): an object store's
-  per-connection throughput. 0 = unlimited.
+- --conn-rate: bytes/s per request, hence per connection, paced from the first byte by a Lua content
+  handler (PACED_BODY_LUA; nginx's own `limit_rate` lets a second's worth out at once): an object
+  store's per-connection throughput. 0 = unlimited (nginx's static file handler).
 - --max-conns: nginx `limit_conn` on the server: requests in progress beyond it get 503 at once (an
   object store's "slow down"). 0 = unlimited.
 - --req-rate: nginx `limit_req` (requests/s over the server, burst = the rate, no delay): beyond it 503.
@@ -49,6 +50,54 @@ ACCESS_FORMAT = ('$msec $status $request_method "$uri" "$http_range" $bytes_sent
                  '$connection $connection_requests')
 
 
+# The body of a GET paced at RATE bytes/s from its first byte (byte ranges "a-b", "a-" and "-n" answered
+# with 206). nginx's own limit_rate lets the first second's worth of bytes out at once (its allowance is
+# rate x (elapsed seconds + 1)), so a 16 KB sample under "1 MB/s" arrived in one burst: no object store
+# behaves so, and the per-connection rate would not apply to small objects at all.
+PACED_BODY_LUA = r"""
+    local rate, chunk = %(rate)d, 4096
+    local f = io.open(ngx.var.document_root .. ngx.var.uri, "rb")
+    if not f or ngx.var.uri:sub(-1) == "/" then
+      if f then f:close() end
+      return ngx.exit(404)
+    end
+    local size = f:seek("end")
+    local first, last, status = 0, size - 1, 200
+    local range = ngx.var.http_range
+    if range then
+      local a, b = range:match("^bytes=(%%d*)-(%%d*)$")
+      if a == nil or (a == "" and b == "") then f:close() return ngx.exit(416) end
+      if a == "" then first = math.max(0, size - tonumber(b)) else first = tonumber(a) end
+      if a ~= "" and b ~= "" then last = math.min(size - 1, tonumber(b)) end
+      if first > last then f:close() ngx.header["Content-Range"] = "bytes */" .. size return ngx.exit(416) end
+      status = 206
+      ngx.header["Content-Range"] = "bytes " .. first .. "-" .. last .. "/" .. size
+    end
+    ngx.status = status
+    ngx.header["Content-Length"] = last - first + 1
+    ngx.header["Accept-Ranges"] = "bytes"
+    ngx.header["Content-Type"] = "application/octet-stream"
+    f:seek("set", first)
+    local remaining, sent = last - first + 1, 0
+    ngx.update_time()
+    local t0 = ngx.now()
+    while remaining > 0 do
+      ngx.update_time()
+      local allowed = math.floor((ngx.now() - t0) * rate) - sent
+      if allowed <= 0 then
+        ngx.sleep(math.max(0.001, math.min(chunk, remaining) / rate / 4))
+      else
+        local n = math.min(allowed, remaining, chunk)
+        local ok, err = ngx.print(f:read(n))
+        if not ok then break end
+        ngx.flush(true)
+        sent, remaining = sent + n, remaining - n
+      end
+    end
+    f:close()
+"""
+
+
 def nginx_conf(prefix: str, root: str, conn_rate: int, max_conns: int, req_rate: float, first_byte_s: float,
                workers: int = 2) -> str:
     lim = []
@@ -56,7 +105,7 @@ def nginx_conf(prefix: str, root: str, conn_rate: int, max_conns: int, req_rate:
     if first_byte_s > 0:
         lim.append(f"access_by_lua_block {{ ngx.sleep({first_byte_s:.6f}) }}")
     if conn_rate > 0:
-        lim.append(f"limit_rate {int(conn_rate)};")
+        lim.append("content_by_lua_block {" + PACED_BODY_LUA % {"rate": int(conn_rate)} + "    }")
     if max_conns > 0:
         zones.append("limit_conn_zone $server_addr zone=conns:1m;")
         lim += [f"limit_conn conns {int(max_conns)};", "limit_conn_status 503;"]
@@ -204,7 +253,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--first-byte-ms", type=float, default=20.0, help="server-side wait before each answer")
     ap.add_argument("--rtt-ms", type=float, default=0.0, help="network round trip (needs sch_netem)")
     ap.add_argument("--link-rate", type=parse_rate, default=parse_rate("200mbit"))
-    ap.add_argument("--conn-rate", type=int, default=0, help="bytes/s per connection (nginx limit_rate); 0 = none")
+    ap.add_argument("--conn-rate", type=int, default=0, help="bytes/s per connection, paced; 0 = none")
     ap.add_argument("--max-conns", type=int, default=0, help="requests in progress at once (limit_conn); 0 = none")
     ap.add_argument("--req-rate", type=float, default=0.0, help="requests/s (limit_req); 0 = none")
     ap.add_argument("command", nargs=argparse.REMAINDER)

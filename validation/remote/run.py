@@ -39,6 +39,7 @@ from object_server import ObjectServer  # noqa: E402
 PY = "/usr/bin/python3"
 CASE_LIMIT_PCT = 10.0
 SAMPLES, STEPS, WARMUP, BATCH, STEP_S, CROP = 160, 20, 4, 8, 0.02, 96
+SHARD_SAMPLES = 64  # make-dataset's tar shards (bench/dataset.py)
 
 
 def _whatifs() -> Any:
@@ -52,11 +53,12 @@ def env() -> Dict[str, str]:
     return dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture"))
 
 
-def bench_args(data: str, workers: int, out_json: str, trace: str = "") -> List[str]:
-    a = [PY, "-m", "simreplay_capture.bench", "run", "--data", data, "--format", "files", "--workers", str(workers),
+def bench_args(data: str, workers: int, out_json: str, trace: str = "", stream: bool = False) -> List[str]:
+    a = [PY, "-m", "simreplay_capture.bench", "run", "--data", data, "--format", "tar" if stream else "files",
+         "--workers", str(workers),
          "--batch-size", str(BATCH), "--steps", str(STEPS), "--warmup-steps", str(WARMUP), "--step-time-s",
          str(STEP_S), "--image-size", str(CROP), "--frames", "4", "--seed", "0", "--summary-json", out_json]
-    return a + (["--trace", trace] if trace else ["--no-capture"])
+    return a + (["--trace", trace] if trace else ["--no-capture"]) + (["--stream"] if stream else [])
 
 
 def main() -> int:
@@ -66,6 +68,8 @@ def main() -> int:
     ap.add_argument("--workers", default="1,2,4,8")
     ap.add_argument("--first-byte-ms", default="10,40")
     ap.add_argument("--conn-rates", default="500000,2000000", help="bytes/s per connection (nginx limit_rate)")
+    ap.add_argument("--modes", default="get,stream",
+                    help="get: one GET per sample (map-style); stream: tar shards as an IterableDataset")
     ap.add_argument("--reduced", action="store_true", help="one configuration (20 ms, 1 MB/s), workers 1 and 4")
     ap.add_argument("--limit-pct", type=float, default=CASE_LIMIT_PCT)
     args = ap.parse_args()
@@ -75,6 +79,9 @@ def main() -> int:
     if args.reduced:
         args.workers, args.first_byte_ms, args.conn_rates = "1,4", "20", "1000000"
     workers = [int(w) for w in args.workers.split(",")]
+    modes = [m for m in args.modes.split(",") if m]
+    if not set(modes) <= {"get", "stream"}:
+        ap.error(f"--modes: expected get and/or stream, got {args.modes!r}")
     configs = [(float(f), int(r)) for f in args.first_byte_ms.split(",") for r in args.conn_rates.split(",")]
     simreplay = os.environ.get("SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay"))
     out = os.path.abspath(args.out)
@@ -85,7 +92,6 @@ def main() -> int:
         subprocess.run([PY, "-m", "simreplay_capture.bench", "make-dataset", "--out", data, "--samples", str(SAMPLES),
                         "--seed", "0", "--video-share", "0.1", "--frames", "4", "--image-scale", "0.5",
                         "--formats", "files,tar"], env=env(), check=True, stdout=subprocess.DEVNULL)
-    os.chmod(out, 0o755)
     report: Dict[str, Any] = {"schema": "simreplay.remote-validation/1",
                               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                               "settings": {"samples": SAMPLES, "steps": STEPS, "warmup_steps": WARMUP, "batch_size": BATCH,
@@ -105,7 +111,8 @@ def main() -> int:
         cdir = os.path.join(out, tag)
         os.makedirs(cdir, exist_ok=True)
         cfg: Dict[str, Any] = {"first_byte_ms": fb_ms, "conn_rate_bytes_per_s": rate, "cases": {}}
-        measured: Dict[int, List[float]] = {k: [] for k in workers}
+        cases = [(m, k) for m in modes for k in workers]
+        measured: Dict[Any, List[float]] = {c: [] for c in cases}
         with ObjectServer(data, os.path.join(cdir, "server"), fb_ms, 1_000_000_000, rate) as srv:
             probe = os.path.join(cdir, "probe-http.json")
             p = srv.run_client([simreplay, "probe", "storage", f"{srv.url}/tar/shard-000000.tar", "--quick",
@@ -120,28 +127,34 @@ def main() -> int:
             srv.run_client(bench_args(srv.url, 2, os.path.join(cdir, "warmup.json")), env=env(), check=True,
                            stdout=subprocess.DEVNULL, timeout=600)
             for rep in range(args.reps):
-                for k in workers:
-                    s_json = os.path.join(cdir, f"w{k}-{rep}.json")
-                    srv.run_client(bench_args(srv.url, k, s_json), env=env(), check=True, stdout=subprocess.DEVNULL,
-                                   timeout=600)
+                for m, k in cases:
+                    s_json = os.path.join(cdir, f"{m}-w{k}-{rep}.json")
+                    srv.run_client(bench_args(srv.url, k, s_json, stream=m == "stream"), env=env(), check=True,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
                     with open(s_json) as f:
-                        measured[k].append(json.load(f)["throughput_samples_per_s"])
+                        measured[(m, k)].append(json.load(f)["throughput_samples_per_s"])
             log = srv.access_log()
         ok = [r for r in log if r["status"] in (200, 206) and r["uri"].startswith("/files/")]
-        cfg["server_log"] = {"requests": len(log), "sample_gets": len(ok),
+        shard_gets = [r for r in log if r["status"] == 200 and r["uri"].startswith("/tar/") and r["range"] == "-"]
+        cfg["server_log"] = {"requests": len(log), "sample_gets": len(ok), "shard_gets": len(shard_gets),
                              "bytes_per_request_median": statistics.median(r["body_bytes"] for r in ok) if ok else 0,
                              "connections": len({r["connection"] for r in log}),
                              "request_time_median_s": statistics.median(r["request_time_s"] for r in ok) if ok else 0}
-        tier = dict(pfit["object_store_tier"])
-        for k in workers:
-            pr = w.predict(simreplay, model, {}, os.path.join(cdir, "predict", f"w{k}"), [tier], -1, k,
+        for m, k in cases:
+            tier = dict(pfit["object_store_tier"])
+            if m == "stream":  # the bench's tar shards: one GET per shard of SHARD_SAMPLES samples
+                tier["shard_samples"] = SHARD_SAMPLES
+            name = f"{m}-w{k}"
+            pr = w.predict(simreplay, model, {}, os.path.join(cdir, "predict", name), [tier], -1, k,
                            (STEPS, WARMUP), BATCH)
-            med = statistics.median(measured[k])
+            med = statistics.median(measured[(m, k)])
             err = 100 * (pr["train_throughput_samples_per_s"] - med) / med
-            cfg["cases"][f"w{k}"] = {"workers": k, "measured_samples_per_s": measured[k], "measured_median": med,
-                                     "predicted": pr["train_throughput_samples_per_s"], "error_pct": err}
+            cfg["cases"][name] = {"mode": m, "workers": k, "measured_samples_per_s": measured[(m, k)],
+                                  "measured_median": med, "predicted": pr["train_throughput_samples_per_s"],
+                                  "error_pct": err, "tier": tier,
+                                  "warnings": [x for x in pr["warnings"] if x.startswith("storage")]}
             if abs(err) > args.limit_pct:
-                failing.append(f"{tag} w{k} {err:+.1f}%")
+                failing.append(f"{tag} {name} {err:+.1f}%")
         report["configs"].append(cfg)
     report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     report["gate"] = {"limit_pct": args.limit_pct, "failing": failing, "pass": not failing}
@@ -149,10 +162,11 @@ def main() -> int:
     with open(tmp, "w") as f:
         json.dump(report, f, indent=1, sort_keys=True)
     os.replace(tmp, os.path.join(out, "remote.json"))
-    print("config                 workers  measured (runs)                 predicted   error")
+    print("config                     mode  workers  measured (runs)              predicted   error")
     for cfg in report["configs"]:
         for c in cfg["cases"].values():
-            print(f"fb {cfg['first_byte_ms']:4g} ms rate {cfg['conn_rate_bytes_per_s'] / 1e6:4.1f} MB/s  {c['workers']:3d}  "
+            print(f"fb {cfg['first_byte_ms']:4g} ms rate {cfg['conn_rate_bytes_per_s'] / 1e6:4.1f} MB/s "
+                  f"{c['mode']:6s} {c['workers']:3d}  "
                   f"{c['measured_median']:7.1f} ({', '.join(f'{x:.1f}' for x in c['measured_samples_per_s'])})  "
                   f"{c['predicted']:9.1f}  {c['error_pct']:+6.1f}%")
         pr = cfg["probe"]

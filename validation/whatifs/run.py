@@ -192,7 +192,8 @@ def main() -> int:
         if not args.no_media_probe:
             t = time.monotonic()
             sh([PY, "-m", "simreplay_capture.probe_media", "--bench-data", base_data, "--image-size", str(CROP),
-                "--frames", "4", "--scales", "0.5,1,2", "--frame-scales", "1,2", "--out", media_probe],
+                "--frames", "4", "--scales", "0.5,1,2", "--frame-scales", "1,2", "--samples", "24",
+                "--out", media_probe],
                env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture")), stdout=subprocess.DEVNULL)
             report["media_probe_wall_s"] = time.monotonic() - t
             sh([simreplay, "calibrate", trace, "--media-probe", media_probe, "--out", model],
