@@ -2,7 +2,9 @@
 recorded into the capture (docs/remote-storage.md, "Loaders").
 
 - Map-style, per-sample GETs: ``fetch(url, (offset, size))`` -- one GET per sample (a byte range of a
-  shard, or a whole file), on a new connection or on this process's kept-alive one (``keep_alive``).
+  shard, or a whole file), on a new connection or on this process's kept-alive one (``keep_alive``);
+  with ``$SIMREPLAY_HTTP_CACHE`` (or ``cache_dir``) set, through a local cache directory (an NVMe cache
+  tier: cold, every read a GET that fills it; warm, every read local).
 - WebDataset-style streaming: ``TarShardStream(urls, decode)`` -- an IterableDataset that streams whole
   tar shards (one GET each) and yields one sample per key (the members ``KEY.ext`` next to each other,
   as WebDataset writes them). Shards are assigned round-robin to (rank, worker): shard i goes to
@@ -91,10 +93,39 @@ def open_stream(url: str, byte_range: Optional[Tuple[int, int]] = None, keep_ali
     return r, time.perf_counter() - t0, opened, conn
 
 
+CACHE_ENV = "SIMREPLAY_HTTP_CACHE"
+
+
+def _cache_path(cache_dir: str, url: str, byte_range: Optional[Tuple[int, int]]) -> str:
+    import hashlib
+    key = url + ("" if byte_range is None else f"@{byte_range[0]}+{byte_range[1]}")
+    return os.path.join(cache_dir, hashlib.sha1(key.encode()).hexdigest())
+
+
 def fetch(url: str, byte_range: Optional[Tuple[int, int]] = None, keep_alive: bool = False,
-          timeout_s: float = 60) -> bytes:
+          timeout_s: float = 60, cache_dir: Optional[str] = None) -> bytes:
     """One GET of a whole object or a byte range (offset, size), the request recorded in the sample's notes.
-    A server without range support (200) sends the whole object: the part asked for is taken from it."""
+    A server without range support (200) sends the whole object: the part asked for is taken from it.
+    `cache_dir` (default: $SIMREPLAY_HTTP_CACHE): a local cache tier (an NVMe cache): a hit reads the
+    local copy (noted `http_cache_hits`); a miss GETs and stores the bytes (temporary + rename, so a
+    killed run never leaves a partial entry)."""
+    cache_dir = cache_dir if cache_dir is not None else os.environ.get(CACHE_ENV) or None
+    if cache_dir:
+        path = _cache_path(cache_dir, url, byte_range)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+            _add_notes(0, 0, 0.0, 0, http_cache_hits=1)
+            return data
+        except FileNotFoundError:
+            pass
+        data = fetch(url, byte_range, keep_alive, timeout_s, cache_dir="")
+        os.makedirs(cache_dir, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        return data
     r, head_s, opened, conn = open_stream(url, byte_range, keep_alive, timeout_s)
     try:
         data = r.read()

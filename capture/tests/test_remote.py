@@ -160,3 +160,23 @@ def test_bench_streams_its_tar_shards(dataset_dir, tmp_path):
     finally:
         server.terminate()
         server.wait()
+
+
+def test_cache_directory_fills_on_miss_and_serves_hits(shards, tmp_path):
+    from simreplay_capture import context as sc_ctx
+    _, url = shards
+    cache = tmp_path / "nvme"
+    notes = []
+    for _ in range(2):
+        ctx = sc_ctx.SampleContext()
+        prev = sc_ctx.set_current(ctx)
+        try:
+            data = fetch(f"{url}/shard-1.tar", (512, 4), cache_dir=str(cache))
+        finally:
+            sc_ctx.set_current(prev)
+        notes.append(ctx.notes)
+        assert data == b"0100"  # the first member's bytes
+    assert notes[0]["http_requests"] == 1 and "http_cache_hits" not in notes[0]
+    assert notes[1] == {"http_requests": 0, "http_bytes": 0, "http_first_byte_s": 0.0, "http_connections": 0,
+                        "http_cache_hits": 1}
+    assert len(os.listdir(cache)) == 1 and not [f for f in os.listdir(cache) if f.endswith(".tmp")]

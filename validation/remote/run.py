@@ -25,6 +25,7 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -68,8 +69,10 @@ def main() -> int:
     ap.add_argument("--workers", default="1,2,4,8")
     ap.add_argument("--first-byte-ms", default="10,40")
     ap.add_argument("--conn-rates", default="500000,2000000", help="bytes/s per connection (nginx limit_rate)")
-    ap.add_argument("--modes", default="get,stream",
-                    help="get: one GET per sample (map-style); stream: tar shards as an IterableDataset")
+    ap.add_argument("--modes", default="get,stream,cache",
+                    help="get: one GET per sample (map-style); stream: tar shards as an IterableDataset; cache: "
+                         "per-sample GETs through a local cache directory, a cold run then a warm one (at the "
+                         "fewest and the most workers)")
     ap.add_argument("--reduced", action="store_true", help="one configuration (20 ms, 1 MB/s), workers 1 and 4")
     ap.add_argument("--limit-pct", type=float, default=CASE_LIMIT_PCT)
     args = ap.parse_args()
@@ -80,8 +83,8 @@ def main() -> int:
         args.workers, args.first_byte_ms, args.conn_rates = "1,4", "20", "1000000"
     workers = [int(w) for w in args.workers.split(",")]
     modes = [m for m in args.modes.split(",") if m]
-    if not set(modes) <= {"get", "stream"}:
-        ap.error(f"--modes: expected get and/or stream, got {args.modes!r}")
+    if not set(modes) <= {"get", "stream", "cache"}:
+        ap.error(f"--modes: expected get, stream and/or cache, got {args.modes!r}")
     configs = [(float(f), int(r)) for f in args.first_byte_ms.split(",") for r in args.conn_rates.split(",")]
     simreplay = os.environ.get("SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay"))
     out = os.path.abspath(args.out)
@@ -111,7 +114,11 @@ def main() -> int:
         cdir = os.path.join(out, tag)
         os.makedirs(cdir, exist_ok=True)
         cfg: Dict[str, Any] = {"first_byte_ms": fb_ms, "conn_rate_bytes_per_s": rate, "cases": {}}
-        cases = [(m, k) for m in modes for k in workers]
+        cases = [(m, k) for m in modes if m != "cache" for k in workers]
+        if "cache" in modes:  # cold then warm, in this order within every repetition
+            for k in sorted({workers[0], workers[-1]}):
+                cases += [("cache-cold", k), ("cache-warm", k)]
+        cache_dir = os.path.join(cdir, "nvme-cache")
         measured: Dict[Any, List[float]] = {c: [] for c in cases}
         with ObjectServer(data, os.path.join(cdir, "server"), fb_ms, 1_000_000_000, rate) as srv:
             probe = os.path.join(cdir, "probe-http.json")
@@ -129,7 +136,12 @@ def main() -> int:
             for rep in range(args.reps):
                 for m, k in cases:
                     s_json = os.path.join(cdir, f"{m}-w{k}-{rep}.json")
-                    srv.run_client(bench_args(srv.url, k, s_json, stream=m == "stream"), env=env(), check=True,
+                    run_env = env()
+                    if m.startswith("cache"):
+                        if m == "cache-cold":
+                            shutil.rmtree(cache_dir, ignore_errors=True)
+                        run_env["SIMREPLAY_HTTP_CACHE"] = cache_dir
+                    srv.run_client(bench_args(srv.url, k, s_json, stream=m == "stream"), env=run_env, check=True,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
                     with open(s_json) as f:
                         measured[(m, k)].append(json.load(f)["throughput_samples_per_s"])
@@ -144,14 +156,17 @@ def main() -> int:
             tier = dict(pfit["object_store_tier"])
             if m == "stream":  # the bench's tar shards: one GET per shard of SHARD_SAMPLES samples
                 tier["shard_samples"] = SHARD_SAMPLES
+            tiers = [tier]
+            if m.startswith("cache"):  # the cache's reads as captured locally (page cache); cold: epoch 0 misses
+                tiers = [{"kind": "nvme_cache", "warm": m == "cache-warm"}, tier]
             name = f"{m}-w{k}"
-            pr = w.predict(simreplay, model, {}, os.path.join(cdir, "predict", name), [tier], -1, k,
+            pr = w.predict(simreplay, model, {}, os.path.join(cdir, "predict", name), tiers, -1, k,
                            (STEPS, WARMUP), BATCH)
             med = statistics.median(measured[(m, k)])
             err = 100 * (pr["train_throughput_samples_per_s"] - med) / med
             cfg["cases"][name] = {"mode": m, "workers": k, "measured_samples_per_s": measured[(m, k)],
                                   "measured_median": med, "predicted": pr["train_throughput_samples_per_s"],
-                                  "error_pct": err, "tier": tier,
+                                  "error_pct": err, "tiers": tiers,
                                   "warnings": [x for x in pr["warnings"] if x.startswith("storage")]}
             if abs(err) > args.limit_pct:
                 failing.append(f"{tag} {name} {err:+.1f}%")
