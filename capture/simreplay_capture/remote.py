@@ -79,9 +79,20 @@ def open_stream(url: str, byte_range: Optional[Tuple[int, int]] = None, keep_ali
     if byte_range is not None:
         headers["Range"] = f"bytes={byte_range[0]}-{byte_range[0] + byte_range[1] - 1}"
     t0 = time.perf_counter()
+    target = (u.path or "/") + (f"?{u.query}" if u.query else "")
     try:
-        conn.request("GET", (u.path or "/") + (f"?{u.query}" if u.query else ""), headers=headers)
-        r = conn.getresponse()
+        try:
+            conn.request("GET", target, headers=headers)
+            r = conn.getresponse()
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            if opened:
+                raise
+            # a kept-alive connection the server closed while idle: once more on a new one
+            conn.close()
+            opened = True
+            t0 = time.perf_counter()
+            conn.request("GET", target, headers=headers)
+            r = conn.getresponse()
     except (http.client.HTTPException, OSError) as e:
         conn.close()
         raise RemoteReadError(f"{url}: {type(e).__name__}: {e}") from None
