@@ -115,6 +115,17 @@ def _container_of(path: str) -> str:
     return {"mkv": "matroska", "mov": "mov"}.get(ext, ext)
 
 
+def pick_files(root: str, rels: List[str], count: int, rng: random.Random) -> List[str]:
+    """`count` of `rels`: the smallest and the largest file (by bytes: the ends of the range a what-if
+    scales) and a seeded sample of the rest; sorted."""
+    if len(rels) <= count:
+        return sorted(rels)
+    by_size = sorted(rels, key=lambda r: (os.path.getsize(os.path.join(root, r)), r))
+    ends = [by_size[0], by_size[-1]][:count]
+    rest = [r for r in rels if r not in ends]
+    return sorted(ends + rng.sample(rest, count - len(ends)))
+
+
 class Variant:
     """One scaled copy of the sampled files: a directory the user's Dataset is built on."""
 
@@ -201,18 +212,20 @@ def run_probe(src_root: str, factory: Callable[..., Any], out_path: str, scales:
               frame_scales: List[float], samples: int = 12, reps: int = 3, seed: int = 0, quality: int = 90,
               max_seconds: float = 120.0, work_dir: Optional[str] = None) -> Dict[str, Any]:
     t_start = time.monotonic()
-    files = media_files(os.path.join(src_root, "files") if os.path.isdir(os.path.join(src_root, "files"))
-                        and os.path.exists(os.path.join(src_root, "dataset.json")) else src_root)
-    tree_root = src_root
+    # a make-dataset tree (dataset.json + files/): its files/, and a filtered dataset.json per variant
     manifest = None
     if os.path.exists(os.path.join(src_root, "dataset.json")) and os.path.isdir(os.path.join(src_root, "files")):
         with open(os.path.join(src_root, "dataset.json")) as f:
             manifest = json.load(f)
-        files = {k: [os.path.join("files", r) for r in v] for k, v in files.items()}
+        files = {k: [os.path.join("files", r) for r in v]
+                 for k, v in media_files(os.path.join(src_root, "files")).items()}
+    else:
+        files = media_files(src_root)
+    tree_root = src_root
     if not files["image"] and not files["clip"]:
         raise ValueError(f"{src_root}: no image ({', '.join(IMAGE_EXT)}) or clip ({', '.join(CLIP_EXT)}) files")
     rng = random.Random(seed)
-    sampled = {k: sorted(rng.sample(v, min(samples, len(v)))) for k, v in files.items()}
+    sampled = {k: pick_files(tree_root, v, samples, rng) for k, v in files.items()}
     takes_frames = "frames_scale" in inspect.signature(factory).parameters
     notes: List[str] = []
     if sampled["clip"] and not takes_frames and any(f != 1 for f in frame_scales):
