@@ -115,12 +115,24 @@ def _container_of(path: str) -> str:
     return {"mkv": "matroska", "mov": "mov"}.get(ext, ext)
 
 
+def _size_of(path: str) -> int:
+    """An image's pixels (from its header), else the file's bytes."""
+    if path.lower().endswith(IMAGE_EXT):
+        try:
+            from PIL import Image
+            with Image.open(path) as im:
+                return im.width * im.height
+        except Exception:
+            pass
+    return os.path.getsize(path)
+
+
 def pick_files(root: str, rels: List[str], count: int, rng: random.Random) -> List[str]:
-    """`count` of `rels`: the smallest and the largest file (by bytes: the ends of the range a what-if
-    scales) and a seeded sample of the rest; sorted."""
+    """`count` of `rels`: the smallest and the largest file (images by pixels, clips by bytes: the ends
+    of the range a what-if scales) and a seeded sample of the rest; sorted."""
     if len(rels) <= count:
         return sorted(rels)
-    by_size = sorted(rels, key=lambda r: (os.path.getsize(os.path.join(root, r)), r))
+    by_size = sorted(rels, key=lambda r: (_size_of(os.path.join(root, r)), r))
     ends = [by_size[0], by_size[-1]][:count]
     rest = [r for r in rels if r not in ends]
     return sorted(ends + rng.sample(rest, count - len(ends)))
