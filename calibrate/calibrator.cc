@@ -29,6 +29,11 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
     if (!cpu_probe.ok()) return cpu_probe.status();
     in.cpu_probe = std::move(*cpu_probe);
   }
+  if (!options.media_probe_path.empty()) {
+    auto media_probe = ReadMediaProbeFile(options.media_probe_path);
+    if (!media_probe.ok()) return media_probe.status();
+    in.media_probe = std::move(*media_probe);
+  }
 
   CalibrationDraft draft;
   draft.model.trace_path =

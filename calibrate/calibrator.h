@@ -27,6 +27,9 @@ struct CalibrateOptions {
   // Optional simreplay.probe-cpu/1 document (simreplay_capture.probe_cpu): the measured contention
   // curve sets cpu.busy_core_slowdown and cpu.oversubscription_overhead (calibrate/cpu_probe.h).
   std::string cpu_probe_path;
+  // Optional simreplay.probe-media/1 document (simreplay_capture.probe_media): each probed media's
+  // decode/augment cost shape over image scales and clip lengths (calibrate/media_probe.h).
+  std::string media_probe_path;
   std::string model_path;                 // where the model will be written ("trace" is made relative to it)
   std::string storage_mode = "recorded";  // storage.mode written to the model: recorded | model
   // cpu.worker_cost_scale written to the model: "intrinsic" (default) removes the contention the

@@ -2,6 +2,7 @@
 #include <map>
 #include <vector>
 
+#include "calibrate/media_probe.h"
 #include "calibrate/stages.h"
 #include "common/quantile.h"
 
@@ -51,6 +52,27 @@ Status DescribeMediaShapes(const CalibrationInput& in, CalibrationDraft* d) {
       shape["bytes_per_pixel"] = QuantileNearestRank(sh.bytes_per_pixel, 0.5);
     }
     d->media[format]["shape"] = shape;
+  }
+  if (in.media_probe) {
+    // The probe reshapes the cost fits the costs stage made; its level comes from these rows, in the
+    // same intrinsic CPU seconds (recorded x the trace's intrinsic scale, calibrate/cost_stage.cc).
+    std::vector<MediaTraceRow> rows;
+    for (size_t ti = 0; ti < in.traces.size(); ++ti) {
+      const double scale = d->contention[ti].intrinsic_scale;
+      for (const auto& s : in.traces[ti].samples) {
+        MediaTraceRow r;
+        r.media = s.format;
+        r.frames = static_cast<double>(std::max<int64_t>(1, s.frames));
+        r.pixels = static_cast<double>(s.width) * static_cast<double>(s.height) * r.frames;
+        r.decode_s = s.decode_ns * kNs * scale;
+        r.augment_s = s.augment_ns * kNs * scale;
+        r.unsplit = s.unsplit;
+        rows.push_back(r);
+      }
+    }
+    nlohmann::json quality = nlohmann::json::object();
+    SIMREPLAY_RETURN_IF_ERROR(ApplyMediaProbe(*in.media_probe, rows, &d->media, &quality, &d->warnings));
+    d->quality["media_probe"] = {{"file", in.media_probe->file}, {"stages", quality}};
   }
   return Status::Ok();
 }

@@ -17,6 +17,7 @@
 #include "calibrate/busy_cores.h"
 #include "calibrate/contention.h"
 #include "calibrate/cpu_probe.h"
+#include "calibrate/media_probe.h"
 #include "calibrate/storage_probe.h"
 #include "calibrate/trace_data.h"
 #include "common/status.h"
@@ -33,6 +34,7 @@ struct CalibrationInput {
   std::vector<TraceData> traces;
   std::optional<ProbeDocument> probe;  // --probe, read by ReadProbeFile
   std::optional<CpuProbe> cpu_probe;   // --cpu-probe, read by ReadCpuProbeFile
+  std::optional<MediaProbe> media_probe;  // --media-probe, read by ReadMediaProbeFile
   const TraceData& primary() const { return traces.front(); }
 };
 
@@ -65,7 +67,8 @@ const std::vector<CalibrationStage>& CalibrationStages();
 
 Status FitCpu(const CalibrationInput& in, CalibrationDraft* draft);
 Status FitCosts(const CalibrationInput& in, CalibrationDraft* draft);
-// media: captured shapes and bytes per pixel per media format (calibrate/media_stage.cc).
+// media: captured shapes and bytes per pixel per media format, and with --media-probe the decode/augment
+// fits reshaped by the probe (calibrate/media_stage.cc, calibrate/media_probe.h).
 Status DescribeMediaShapes(const CalibrationInput& in, CalibrationDraft* draft);
 Status FitStorage(const CalibrationInput& in, CalibrationDraft* draft);
 Status FitMemory(const CalibrationInput& in, CalibrationDraft* draft);

@@ -36,6 +36,10 @@ int RunCalibrate(int argc, char** argv) {
                  "CPU contention probe (python3 -m simreplay_capture.probe_cpu, docs/probe-cpu.md): the measured "
                  "curve sets cpu.busy_core_slowdown and cpu.oversubscription_overhead, its timed sleeps the "
                  "scheduler wake-up delay (cpu.wakeup_delay_*)");
+  app.add_option("--media-probe", options.media_probe_path,
+                 "media probe (python3 -m simreplay_capture.probe_media, docs/probe-format.md): each medium's "
+                 "decode and augment cost fitted as a fixed plus a per-pixel part over the probed image scales "
+                 "and clip lengths, at the trace's level");
   app.add_option("--storage-mode", options.storage_mode,
                  "storage.mode written to the model: recorded (default) or model")
       ->check(CLI::IsMember({"recorded", "model"}));

@@ -17,10 +17,25 @@
 #include "cli/cli_util.h"
 #include "cli/verb_registry.h"
 #include "common/atomic_file.h"
+#include "common/json_fields.h"
 #include "validation/runner.h"
 
 namespace simreplay::cli {
 namespace {
+
+extern "C" char** environ;
+
+// PYTHONPATH with the capture package first, then the rest of this process's environment.
+Result<std::vector<std::string>> CaptureEnvironment() {
+  std::string capture = validation::FindCapturePath();
+  if (capture.empty()) return Status::NotFound("cannot find the simreplay_capture package (set SIMREPLAY_CAPTURE_PATH)");
+  std::vector<std::string> env;
+  const char* old = std::getenv("PYTHONPATH");
+  env.push_back("PYTHONPATH=" + capture + (old && *old ? std::string(":") + old : ""));
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env.emplace_back(*e);
+  return env;
+}
 
 constexpr const char* kPrefix = "simreplay probe storage: ";
 
@@ -119,13 +134,11 @@ struct NetworkProbeArgs {
   double budget_s = 0.3;
 };
 
-extern "C" char** environ;
-
 int RunProbeNetwork(const NetworkProbeArgs& a) {
   constexpr const char* kNet = "simreplay probe network: ";
-  std::string capture = validation::FindCapturePath();
-  if (capture.empty()) {
-    std::fprintf(stderr, "%scannot find the simreplay_capture package (set SIMREPLAY_CAPTURE_PATH)\n", kNet);
+  auto env = CaptureEnvironment();
+  if (!env.ok()) {
+    std::fprintf(stderr, "%s%s\n", kNet, env.status().message().c_str());
     return kExitFailure;
   }
   std::vector<std::string> argv = {a.python,
@@ -149,12 +162,7 @@ int RunProbeNetwork(const NetworkProbeArgs& a) {
     argv.push_back("--ops");
     argv.push_back(a.ops);
   }
-  std::vector<std::string> env;
-  const char* old = std::getenv("PYTHONPATH");
-  env.push_back("PYTHONPATH=" + capture + (old && *old ? std::string(":") + old : ""));
-  for (char** e = environ; *e != nullptr; ++e)
-    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env.emplace_back(*e);
-  auto run = RunInTerminal(argv, &env);
+  auto run = RunInTerminal(argv, &*env);
   if (!run.ok()) {
     std::fprintf(stderr, "%s%s\n", kNet, run.status().message().c_str());
     return kExitFailure;
@@ -184,6 +192,52 @@ int RunProbeNetwork(const NetworkProbeArgs& a) {
   return kExitOk;
 }
 
+bool IsHttpUrl(const std::string& s) { return s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0; }
+
+// `simreplay probe storage http://HOST/PATH`: an HTTP object store (or web server) is measured by
+// `python3 -m simreplay_capture.probe_http` (first-byte latency, per-connection rate, the connection sweep;
+// docs/probe-format.md "HTTP store probe"), which writes the document atomically; this checks it and prints
+// the figures. Without --out the document goes to stdout (through a temporary file that is removed).
+int RunProbeHttpStorage(const std::string& url, const std::string& out, bool quick, uint64_t seed,
+                        const std::string& python) {
+  auto env = CaptureEnvironment();
+  if (!env.ok()) {
+    std::fprintf(stderr, "%s%s\n", kPrefix, env.status().message().c_str());
+    return kExitFailure;
+  }
+  const std::string path = out.empty() ? ".simreplay-probe-http." + std::to_string(::getpid()) + ".json" : out;
+  std::vector<std::string> argv = {python, "-m", "simreplay_capture.probe_http", url, "--out", path, "--seed",
+                                   std::to_string(seed)};
+  if (quick) {
+    for (const char* a : {"--large-repeats", "1", "--small-requests", "10", "--connections", "1,2,4,8"})
+      argv.emplace_back(a);
+  }
+  auto run = RunInTerminal(argv, &*env);
+  if (!run.ok()) {
+    std::fprintf(stderr, "%s%s\n", kPrefix, run.status().message().c_str());
+    return kExitFailure;
+  }
+  if (*run != 0) {  // probe_http said why on stderr, and wrote nothing
+    std::fprintf(stderr, "%sthe HTTP probe of %s failed (exit %d)\n", kPrefix, url.c_str(), *run);
+    return *run == 2 ? kExitUsage : kExitFailure;
+  }
+  auto doc = ReadJsonFile(path);
+  if (!doc.ok() || !doc->is_object() || doc->value("schema", "") != "simreplay.probe-http/1" ||
+      !(*doc)["fit"].is_object()) {
+    std::fprintf(stderr, "%s%s: not a simreplay.probe-http/1 document%s\n", kPrefix, path.c_str(),
+                 doc.ok() ? "" : (": " + doc.status().message()).c_str());
+    if (out.empty()) ::unlink(path.c_str());
+    return kExitFailure;
+  }
+  if (out.empty()) {
+    ::unlink(path.c_str());
+    std::fputs((doc->dump(1) + "\n").c_str(), stdout);
+    return std::fflush(stdout) == 0 ? kExitOk : kExitFailure;
+  }
+  std::fprintf(stderr, "wrote %s\n", out.c_str());
+  return kExitOk;
+}
+
 int RunProbeVerb(int argc, char** argv) {
   CLI::App app("Measure the storage under a directory, or the network between ranks", argv[0]);
   app.require_subcommand(1);
@@ -195,7 +249,12 @@ int RunProbeVerb(int argc, char** argv) {
   int size_mb = 0;
   bool direct = false, quick = false;
   uint64_t seed = 1;
-  storage->add_option("PATH", dir, "directory on the storage to measure (must be writable)")->required();
+  std::string storage_python = "/usr/bin/python3";
+  storage->add_option("PATH", dir,
+                      "directory on the storage to measure (must be writable), or an http(s):// URL of an object or "
+                      "a dataset root (measured by python3 -m simreplay_capture.probe_http)")
+      ->required();
+  storage->add_option("--python", storage_python, "interpreter for an http(s):// URL")->capture_default_str();
   storage->add_option("--out", out, "write the JSON here (atomically) instead of stdout");
   storage->add_option("--size-mb", size_mb, "test file size in MiB (default 256, 64 with --quick)")
       ->check(CLI::Range(4, 1 << 20));
@@ -230,6 +289,7 @@ int RunProbeVerb(int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitUsage;
   }
   if (network->parsed()) return RunProbeNetwork(net);
+  if (IsHttpUrl(dir)) return RunProbeHttpStorage(dir, out, quick, seed, storage_python);
   return RunProbeStorage(dir, out, size_mb, direct, quick, seed);
 }
 

@@ -43,9 +43,16 @@ int ServingTier(const std::vector<StorageTier>& tiers, int64_t epoch, double u, 
   return last;
 }
 
+double RequestPacer::Reserve(double now_s, double requests) {
+  if (interval_s_ <= 0 || requests <= 0) return 0;
+  const double start = std::max(now_s, next_free_s_);
+  next_free_s_ = start + interval_s_ * requests;
+  return start - now_s;
+}
+
 double TierReadS(const StorageTier& t, double bytes, double recorded_read_s) {
   if (t.AsCaptured()) return std::max(0.0, recorded_read_s);
-  double s = std::max(0.0, t.latency_s);
+  double s = std::max(0.0, t.latency_s) * t.RequestsPerRead();
   if (t.bytes_per_s_per_stream > 0) s += std::max(0.0, bytes) / t.bytes_per_s_per_stream;
   return s;
 }

@@ -13,8 +13,14 @@
 // give 0, under a fresh shuffle each epoch about f_k).
 //
 // Cost of one read of b bytes served by tier t (TierReadS):
-//   t.latency_s + b / t.bytes_per_s_per_stream, with at most t.max_streams reads in flight per node;
-// a tier that gives neither latency nor bandwidth is "as captured": its cost is the recorded read time.
+//   t.latency_s x requests + b / t.bytes_per_s_per_stream, with at most t.max_streams reads in flight per
+// node (the node's client cap: one connection per read in flight); a tier that gives neither latency nor
+// bandwidth is "as captured": its cost is the recorded read time. requests = 1 for per-sample GETs
+// (map-style loaders: one request per sample, one at a time per worker process); for a streamed tier
+// (shard_samples = N > 0: WebDataset-style tar shards of N samples, one GET per shard) 1 / N: the shard's
+// first-byte latency spread over its samples, the rest at the connection's rate.
+// Request-rate limit (requests_per_s > 0, per node): requests leave no closer than 1 / rate apart
+// (RequestPacer); a burst of workers opening their first request at once waits its turn.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +38,24 @@ struct StorageTier {
   double bytes_per_s_per_stream = -1;  // one request's transfer rate; < 0: as captured
   int max_streams = 0;                 // concurrent requests per node; 0 = unlimited
   bool warm = false;                   // the cache already holds the data in the first epoch
+  int64_t shard_samples = 0;           // > 0: streamed in shards of this many samples (one GET per shard)
+  double requests_per_s = 0;           // per node; 0 = unlimited
   bool AsCaptured() const { return latency_s < 0 && bytes_per_s_per_stream < 0; }
+  // Requests one read of a sample makes: 1, or 1 / shard_samples for a streamed tier.
+  double RequestsPerRead() const { return shard_samples > 0 ? 1.0 / static_cast<double>(shard_samples) : 1.0; }
+};
+
+// Spaces a node's requests to one tier at most `requests_per_s` apart. Reserve returns how long a
+// request made at `now_s` waits for its turn (0 when the limit is off or the store is idle).
+class RequestPacer {
+ public:
+  explicit RequestPacer(double requests_per_s = 0) : interval_s_(requests_per_s > 0 ? 1.0 / requests_per_s : 0) {}
+  // `requests`: this read's share of a request (RequestsPerRead).
+  double Reserve(double now_s, double requests);
+
+ private:
+  double interval_s_ = 0;
+  double next_free_s_ = 0;
 };
 
 const char* TierKindName(TierKind k);

@@ -282,7 +282,9 @@ Status ParseTiers(const nlohmann::json& j, const std::string& where, std::vector
     JsonFields f(j[i], fmt::format("{}: storage.tiers[{}]", where, i));
     if (!j[i].is_object()) return f.Error("must be an object");
     SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(
-        j[i], {"kind", "bytes", "latency_s", "bytes_per_s_per_stream", "max_streams", "warm"}, f));
+        j[i], {"kind", "bytes", "latency_s", "bytes_per_s_per_stream", "max_streams", "warm", "shard_samples",
+               "requests_per_s"},
+        f));
     models::StorageTier t;
     std::string kind;
     SIMREPLAY_RETURN_IF_ERROR(f.GetString("kind", &kind));
@@ -297,6 +299,11 @@ Status ParseTiers(const nlohmann::json& j, const std::string& where, std::vector
     if (f.Has("latency_s") && !f.Has("bytes_per_s_per_stream")) return f.Error("'latency_s' needs 'bytes_per_s_per_stream'");
     SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "max_streams", &t.max_streams, 0, 1 << 20));
     SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalBool("warm", &t.warm));
+    // streamed shards and a request-rate limit (docs/remote-storage.md)
+    int shard_samples = 0;
+    SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "shard_samples", &shard_samples, 0, 1 << 30));
+    t.shard_samples = shard_samples;
+    SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(f, "requests_per_s", &t.requests_per_s, 1e9));
     if (i + 1 == j.size() && (t.kind == models::TierKind::kPageCache || t.kind == models::TierKind::kNvmeCache)) {
       return f.Error("the last tier holds the whole dataset: it must be local, parallel_fs or object_store, found " +
                      kind);

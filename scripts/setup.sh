@@ -26,6 +26,9 @@ packages=(
   # the advice validation's storage-bound pipeline: a real FUSE file system with object-store latency
   # (validation/advice/slowfs.py)
   fuse3 python3-fusepy
+  # the real HTTP object server of the remote-storage tests and validation (validation/remote/): nginx,
+  # and its Lua module for the server-side first-byte latency
+  nginx libnginx-mod-http-lua
 )
 
 missing=()

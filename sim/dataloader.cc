@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/remote_storage.h"
+
 namespace simreplay::sim {
 
 namespace {
@@ -19,7 +21,11 @@ DataLoader::DataLoader(const RankContext& rank, NodeState* node, const Distribut
       loader_(input.scenario.loader),
       collate_per_sample_s_(input.costs->measured.mean_collate_per_sample_s >= 0
                                 ? input.costs->measured.mean_collate_per_sample_s
-                                : input.model.cpu.collate_per_sample_s) {}
+                                : input.model.cpu.collate_per_sample_s),
+      // A streamed tier: only the workers that were assigned a shard deliver (sim/remote_storage.h).
+      active_workers_(ActiveStreamWorkers(
+          StreamShards(input.scenario, sampler.per_rank_samples() * std::max(1, config.ranks)),
+          std::max(1, config.ranks), rank.rank, input.scenario.loader.num_workers)) {}
 
 double DataLoader::CostScale(int track) const {
   const auto& cpu = input_.model.cpu;
@@ -149,7 +155,8 @@ void DataLoader::StartEpoch(int64_t epoch) {
   epoch_ = epoch;
   reorder_.clear();
   const int workers = loader_.num_workers;
-  next_task_ = std::min<int64_t>(static_cast<int64_t>(loader_.prefetch_factor) * workers, sampler_.batches_per_epoch());
+  next_task_ =
+      std::min<int64_t>(static_cast<int64_t>(loader_.prefetch_factor) * active_workers_, sampler_.batches_per_epoch());
   if (workers == 0) return;
   double t0 = sg4::Engine::get_clock();
   IteratorQueues* previous = queues_;
@@ -188,7 +195,7 @@ void DataLoader::StartEpoch(int64_t epoch) {
     recorder.Span(rank_.rank, kTrackMain, "iter() resume", t0);
   }
   for (int64_t t = 0; t < next_task_; ++t)
-    queues_->index_queues[static_cast<size_t>(t % workers)]->Push(Task{epoch, t, false});
+    queues_->index_queues[static_cast<size_t>(t % active_workers_)]->Push(Task{epoch, t, false});
 }
 
 FinishedBatch DataLoader::Next(int64_t b) {
@@ -217,7 +224,7 @@ FinishedBatch DataLoader::Next(int64_t b) {
   stats.main_busy_s += sg4::Engine::get_clock() - t_main;
   // Handing a batch over is what sends the next task (_try_put_index), to worker (task mod W).
   if (next_task_ < sampler_.batches_per_epoch()) {
-    queues_->index_queues[static_cast<size_t>(next_task_ % loader_.num_workers)]->Push(Task{epoch_, next_task_, false});
+    queues_->index_queues[static_cast<size_t>(next_task_ % active_workers_)]->Push(Task{epoch_, next_task_, false});
     ++next_task_;
   }
   return batch;

@@ -65,6 +65,7 @@ class DataLoader {
   const RunConfig& config_;
   const scenarios::LoaderConfig& loader_;
   double collate_per_sample_s_ = 0;
+  int active_workers_ = 0;  // workers that get tasks: all, or those assigned a shard of a streamed tier
   int64_t epoch_ = 0;
   IteratorQueues* queues_ = nullptr;
   std::map<int64_t, FinishedBatch> reorder_;                // _task_info: results that arrived before their turn

@@ -41,6 +41,7 @@ NodeState::NodeState(int index, const NodeHosts& hosts, const Platform& platform
   const auto& tiers = input.scenario.storage.tiers;
   for (const auto& t : tiers) {
     tier_streams_.push_back(t.max_streams > 0 ? sg4::Semaphore::create(static_cast<unsigned>(t.max_streams)) : nullptr);
+    tier_pacers_.emplace_back(t.requests_per_s);
   }
   if (!tiers.empty() && input.costs != nullptr && !input.costs->samples.empty()) {
     // Mean bytes per sample x the samples this node's ranks read per epoch (DistributedSampler padding).
@@ -60,7 +61,9 @@ void NodeState::ReadTiered(const replay::SampleCost& cost, uint64_t cache_key, i
   const size_t k = static_cast<size_t>(models::ServingTier(tiers, epoch, u, node_epoch_bytes_));
   const double read_s = models::TierReadS(tiers[k], static_cast<double>(cost.read_bytes), cost.read_s);
   if (tier_streams_[k]) tier_streams_[k]->acquire();
-  if (read_s > 0) sg4::this_actor::sleep_for(read_s);
+  // a request-rate limit: the request waits for its turn (models/storage_tiers.h, RequestPacer)
+  const double turn_s = tier_pacers_[k].Reserve(sg4::Engine::get_clock(), tiers[k].RequestsPerRead());
+  if (turn_s + read_s > 0) sg4::this_actor::sleep_for(turn_s + read_s);
   if (tier_streams_[k]) tier_streams_[k]->release();
 }
 

@@ -8,6 +8,8 @@
 
 #include <simgrid/s4u.hpp>
 
+#include "models/storage_tiers.h"
+
 #include "replay/sample_costs.h"
 #include "sim/platform.h"
 #include "sim/run_config.h"
@@ -81,6 +83,7 @@ class NodeState {
   NodeStats node_stats_;
   simgrid::s4u::SemaphorePtr storage_slots_;
   std::vector<simgrid::s4u::SemaphorePtr> tier_streams_;  // per tier with max_streams > 0, else null
+  std::vector<models::RequestPacer> tier_pacers_;          // per tier: its requests_per_s limit
   double node_epoch_bytes_ = 0;                           // bytes this node reads per epoch (tier fill)
   int storage_in_flight_ = 0;
   int running_executions_ = 0;  // Execute calls in progress on this node's cores (not ExecuteAsync)

@@ -10,6 +10,7 @@
 #include "models/model_params.h"
 #include "replay/manifest.h"
 #include "sim/cluster_network.h"
+#include "sim/remote_storage.h"
 #include "sim/decode_replay.h"
 #include "sim/format_replay.h"
 #include "sim/media_replay.h"
@@ -258,6 +259,10 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
                                         &point.input.scenario.cluster, &point.warnings);
   ScaleStepHostCpu(scenario, &point.input.model, &point.warnings);
   AddExtrapolationWarnings(scenario, point.input.cpu_cores, model, manifest, &point.warnings, &point.extrapolated);
+  AddStreamingWarnings(scenario,
+                       scenario.train.dataset_samples > 0 ? scenario.train.dataset_samples
+                                                          : static_cast<int64_t>(point.costs->samples.size()),
+                       scenario.hardware.gpus * std::max(1, scenario.cluster.nodes), &point.warnings);
   return point;
 }
 

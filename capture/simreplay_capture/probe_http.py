@@ -1,7 +1,18 @@
-"""`probe http`: the latency and bandwidth of a dataset served over HTTP (an object store, a web server),
-as one reader sees them.
+"""`probe http`: the latency and bandwidth of a dataset or an object served over HTTP (an object store, a
+web server), as one reader sees them, and how many connections it takes to get its aggregate rate.
 
     python3 -m simreplay_capture.probe_http http://host:port/dataset --out probe-http.json [--seed 0]
+    python3 -m simreplay_capture.probe_http http://host:port/path/shard-000000.tar --out probe-http.json
+    simreplay probe storage http://host:port/path [--out probe.json] [--quick]      (runs this module)
+
+Two kinds of URL. An object (any URL that is not a make-dataset root): `--small-requests` ranged GETs of
+4 KiB at seeded offsets (the first-byte latency: from opening the connection to the first body byte)
+and `--large-repeats` GETs of the whole object (up to 64 MiB: the per-connection rate, bytes after the
+first byte over the time after it), fitted as below; then the connection sweep (`--connections`,
+default 1,2,4,8,16): k connections at once, each GETting the object twice, counting the 503s of a
+server that limits connections or requests and any connection that broke mid-body.
+
+A make-dataset root (it serves dataset.json):
 
 The root must hold a `make-dataset` tree (dataset.json, files/, and tar/ for large objects). The probe
 GETs every sample file once in a seeded random order (small objects: the per-request cost) and every
@@ -12,17 +23,25 @@ large objects, the latency as the median residual of the small ones. Then it fet
 streams within 5% of it the useful concurrency. Writes `simreplay.probe-http/1` (docs/probe-format.md):
 the fit, every (bytes, seconds) point, the sweep and a manifest. The latency and the aggregate rate are
 the `storage.latency_s` and `storage.aggregate_bytes_per_s` of a shared-storage scenario
-(docs/modelling.md, "Shared storage").
+(docs/modelling.md, "Shared storage"). Both kinds also write `first_byte` (connect and first-byte
+times of the small requests), `per_connection` and `connections` (the connection sweep), and
+`fit.object_store_tier`: the `storage.tiers` entry of an object store with these figures
+(docs/remote-storage.md).
+
+An unreachable URL, a server that closes a connection before the whole body came, or a 4xx/5xx outside
+the sweep: one line on stderr naming the URL, exit 1, nothing written.
 """
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import random
 import statistics
 import sys
 import time
+import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
 from .bench.dataset import http_get, load_manifest
@@ -31,10 +50,67 @@ from .manifest import hardware, versions
 SCHEMA = "simreplay.probe-http/1"
 
 
+class RequestError(OSError):
+    """A GET that did not return its whole body: refused, reset, closed mid-body, or a 4xx/5xx status."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def timed_request(url: str, byte_range: Optional[Tuple[int, int]] = None, timeout_s: float = 60,
+                  max_bytes: int = 0) -> Dict[str, Any]:
+    """One GET on a new connection, timed: connect_s (TCP connected), first_byte_s (the first body byte
+    arrived), total_s (the whole body), all from the start; bytes; status. `byte_range` = (offset, size).
+    `max_bytes` > 0 stops reading after that many bytes (a huge object's rate). Raises RequestError."""
+    u = urllib.parse.urlsplit(url)
+    if u.scheme not in ("http", "https"):
+        raise RequestError(f"{url}: expected an http:// or https:// URL")
+    cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+    conn = cls(u.hostname, u.port, timeout=timeout_s)
+    t0 = time.perf_counter()
+    try:
+        conn.connect()
+        t_conn = time.perf_counter()
+        headers = {}
+        if byte_range is not None:
+            headers["Range"] = f"bytes={byte_range[0]}-{byte_range[0] + byte_range[1] - 1}"
+        conn.request("GET", (u.path or "/") + (f"?{u.query}" if u.query else ""), headers=headers)
+        r = conn.getresponse()
+        if r.status >= 400:
+            r.read()
+            raise RequestError(f"{url}: HTTP {r.status} {r.reason}", r.status)
+        first = r.read(1)
+        t_first = time.perf_counter()
+        got = len(first)
+        while True:
+            chunk = r.read(1 << 16) if not max_bytes or got < max_bytes else b""
+            if not chunk:
+                break
+            got += len(chunk)
+        t_end = time.perf_counter()
+        if max_bytes and got >= max_bytes:
+            pass  # stopped on purpose
+        elif r.length:  # bytes the Content-Length promised that never came
+            raise RequestError(f"{url}: the server closed the connection after {got} of {got + r.length} bytes")
+        total_size = None
+        cr = r.getheader("Content-Range")
+        if cr and "/" in cr and cr.rsplit("/", 1)[1].isdigit():
+            total_size = int(cr.rsplit("/", 1)[1])
+        return {"status": r.status, "bytes": got, "connect_s": t_conn - t0, "first_byte_s": t_first - t0,
+                "total_s": t_end - t0, "object_bytes": total_size}
+    except http.client.IncompleteRead as e:
+        raise RequestError(f"{url}: the server closed the connection after {len(e.partial)} bytes of the body "
+                           f"({e.expected} more expected)") from None
+    except (http.client.HTTPException, ConnectionError, TimeoutError) as e:
+        raise RequestError(f"{url}: {type(e).__name__}: {e}") from None
+    finally:
+        conn.close()
+
+
 def timed_get(url: str) -> Tuple[int, float]:
-    t = time.perf_counter()
-    data = http_get(url)
-    return len(data), time.perf_counter() - t
+    r = timed_request(url)
+    return r["bytes"], r["total_s"]
 
 
 def fit(points: List[Tuple[int, float]], large_from_bytes: int) -> Dict[str, float]:
@@ -83,23 +159,141 @@ def aggregate_fit(single_stream_bytes_per_s: float, sweep: List[Dict[str, Any]])
     return {"aggregate_bytes_per_s": best, "useful_concurrency": useful}
 
 
+SMALL_BYTES = 4096
+LARGE_MAX_BYTES = 64 << 20
+
+
+def first_byte_summary(requests: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Median and 90th percentile of the connect and first-byte times of `requests`."""
+    fb = sorted(r["first_byte_s"] for r in requests)
+    cn = sorted(r["connect_s"] for r in requests)
+    q = lambda v, p: v[min(len(v) - 1, int(p * len(v)))]  # noqa: E731  nearest rank
+    return {"requests": len(fb), "median_s": statistics.median(fb), "p90_s": q(fb, 0.9), "min_s": fb[0],
+            "connect_median_s": statistics.median(cn),
+            "server_median_s": statistics.median(r["first_byte_s"] - r["connect_s"] for r in requests)}
+
+
+def per_connection_rate(requests: List[Dict[str, Any]]) -> float:
+    """Bytes after the first one over the time after the first byte, over the large requests."""
+    return sum(r["bytes"] - 1 for r in requests) / sum(max(r["total_s"] - r["first_byte_s"], 1e-9) for r in requests)
+
+
+def connection_sweep(url: str, levels: List[int], per_connection: int, large_bytes: int) -> List[Dict[str, Any]]:
+    """k connections at once (k threads, each `per_connection` GETs of the object one after another, a new
+    connection each): their bytes over the level's wall time, the mean rate of one connection while it
+    transfers, and how many GETs were refused (HTTP 503/429: a connection or request limit) or broke."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(_: int) -> List[Dict[str, Any]]:
+        out = []
+        for _ in range(per_connection):
+            try:
+                out.append(timed_request(url, max_bytes=large_bytes))
+            except RequestError as e:
+                out.append({"error": str(e), "status": e.status})
+        return out
+
+    sweep = []
+    for k in levels:
+        t = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=k) as pool:
+            results = [r for rs in pool.map(one, range(k)) for r in rs]
+        wall = time.perf_counter() - t
+        ok = [r for r in results if "error" not in r]
+        rejected = sum(1 for r in results if r.get("status") in (429, 503))
+        sweep.append({"connections": k, "requests": len(results), "ok": len(ok), "rejected": rejected,
+                      "failed": len(results) - len(ok) - rejected, "bytes": sum(r["bytes"] for r in ok),
+                      "wall_s": wall, "bytes_per_s": sum(r["bytes"] for r in ok) / wall,
+                      "per_connection_bytes_per_s": per_connection_rate(ok) if ok else 0.0,
+                      "first_byte_median_s": statistics.median(r["first_byte_s"] for r in ok) if ok else None,
+                      "errors": sorted({r["error"] for r in results if "error" in r})[:3]})
+    return sweep
+
+
+def connection_fit(sweep: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The best aggregate rate of the sweep, the fewest connections within 5% of it (useful concurrency),
+    and the connection limit: the most connections with no refused request below the first level that
+    had one (null when no level was refused)."""
+    best = max(p["bytes_per_s"] for p in sweep)
+    useful = min(p["connections"] for p in sweep if p["bytes_per_s"] >= 0.95 * best)
+    limited = [p["connections"] for p in sweep if p["rejected"] > 0]
+    limit = max((p["connections"] for p in sweep if p["rejected"] == 0 and (not limited or p["connections"] < min(limited))),
+                default=None) if limited else None
+    return {"aggregate_bytes_per_s": best, "useful_concurrency": useful, "connection_limit": limit}
+
+
+def tier_of(latency_s: float, per_connection: float, limit: Optional[int], useful: int) -> Dict[str, Any]:
+    """The storage.tiers entry of an object store with these figures (docs/scenario-format.md)."""
+    return {"kind": "object_store", "latency_s": latency_s, "bytes_per_s_per_stream": per_connection,
+            "max_streams": limit if limit else 0}
+
+
+def probe_object(url: str, seed: int, small: int, large_repeats: int, levels: List[int]) -> Dict[str, Any]:
+    """The object mode (see the module doc)."""
+    head = timed_request(url, (0, 1))
+    size = head["object_bytes"] if head["object_bytes"] is not None else head["bytes"]
+    if size < 2 * SMALL_BYTES:
+        raise ValueError(f"{url}: the object has {size} bytes; expected at least {2 * SMALL_BYTES} (probe a large "
+                         f"object: a shard)")
+    rng = random.Random(seed)
+    smalls = [timed_request(url, (rng.randrange(0, size - SMALL_BYTES), SMALL_BYTES)) for _ in range(small)]
+    large_bytes = min(size, LARGE_MAX_BYTES)
+    larges = [timed_request(url, max_bytes=large_bytes) for _ in range(large_repeats)]
+    points = [(r["bytes"], r["total_s"]) for r in smalls + larges]
+    result = fit(points, SMALL_BYTES + 1)
+    fb = first_byte_summary(smalls)
+    per_conn = per_connection_rate(larges)
+    sweep = connection_sweep(url, levels, 2, large_bytes) if levels else []
+    cf = connection_fit(sweep) if sweep else {"aggregate_bytes_per_s": per_conn, "useful_concurrency": 1,
+                                               "connection_limit": None}
+    result.update(cf)
+    result["first_byte_s"] = fb["median_s"]
+    result["per_connection_bytes_per_s"] = per_conn
+    result["object_store_tier"] = tier_of(fb["median_s"], per_conn, cf["connection_limit"], cf["useful_concurrency"])
+    return {"schema": SCHEMA, "url": url, "kind": "object", "object_bytes": size, "fit": result,
+            "first_byte": fb, "per_connection": {"requests": len(larges), "bytes_per_s": per_conn},
+            "connections": sweep,
+            "points": [{"bytes": b, "time_s": t} for b, t in points],
+            "aggregate": [],
+            "settings": {"seed": seed, "small_requests": small, "small_bytes": SMALL_BYTES,
+                         "large_repeats": large_repeats, "large_bytes": large_bytes, "connections": levels},
+            "manifest": {"source": "probe http", "versions": versions(), "hardware": hardware(),
+                         "command": list(sys.argv)}}
+
+
+def is_dataset_root(url: str) -> bool:
+    """Whether `url` serves a make-dataset tree (dataset.json under it)."""
+    probe_url = url.rstrip("/") + "/dataset.json"
+    try:
+        timed_request(probe_url, max_bytes=1)
+        return True
+    except RequestError as e:
+        if e.status in (403, 404):
+            return False
+        raise RequestError(str(e).replace(probe_url, url), e.status) from None
+
+
 def probe(url: str, seed: int, large_repeats: int, streams: List[int]) -> Dict[str, Any]:
     base = url.rstrip("/")
     man = load_manifest(base)
     samples = list(man["samples"])
     random.Random(seed).shuffle(samples)
-    points: List[Tuple[int, float]] = []
-    for s in samples:
-        points.append(timed_get(f"{base}/files/{s['key']}.{s['ext']}"))
+    small_requests = [timed_request(f"{base}/files/{s['key']}.{s['ext']}") for s in samples]
+    points: List[Tuple[int, float]] = [(r["bytes"], r["total_s"]) for r in small_requests]
     shards = sorted({entry[0] for entry in man.get("formats", {}).get("tar", {}).get("index", [])})
-    for _ in range(large_repeats):
-        for shard in shards:
-            points.append(timed_get(f"{base}/tar/{shard}"))
+    large_requests = [timed_request(f"{base}/tar/{shard}") for _ in range(large_repeats) for shard in shards]
+    points += [(r["bytes"], r["total_s"]) for r in large_requests]
     largest_sample = max((b for b, _ in points[:len(samples)]), default=0)
     result = fit(points, largest_sample + 1)
     sweep = aggregate_sweep([f"{base}/tar/{shard}" for shard in shards], streams) if streams else []
     result.update(aggregate_fit(result["bytes_per_s"], sweep))
-    return {"schema": SCHEMA, "url": url, "fit": result,
+    fb = first_byte_summary(small_requests) if small_requests else None
+    per_conn = per_connection_rate(large_requests) if large_requests else result["bytes_per_s"]
+    result["first_byte_s"] = fb["median_s"] if fb else result["latency_s"]
+    result["per_connection_bytes_per_s"] = per_conn
+    result["object_store_tier"] = tier_of(result["first_byte_s"], per_conn, None, result["useful_concurrency"])
+    return {"schema": SCHEMA, "url": url, "kind": "dataset", "fit": result,
+            "first_byte": fb, "per_connection": {"requests": len(large_requests), "bytes_per_s": per_conn},
             "points": [{"bytes": b, "time_s": t} for b, t in points],
             "aggregate": sweep,
             "settings": {"seed": seed, "large_repeats": large_repeats, "concurrency": 1, "streams": streams},
@@ -116,19 +310,31 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--large-repeats", type=int, default=2, help="GETs of each tar shard")
     ap.add_argument("--streams", default="2,4,8",
                     help="concurrency levels of the aggregate sweep over the tar shards ('' skips it)")
+    ap.add_argument("--connections", default="1,2,4,8,16",
+                    help="an object URL: connections at once in the connection sweep ('' skips it)")
+    ap.add_argument("--small-requests", type=int, default=30, help="an object URL: 4 KiB ranged GETs")
     args = ap.parse_args(argv)
-    try:
-        streams = [int(k) for k in args.streams.split(",") if k.strip()]
-        if any(k < 1 for k in streams):
-            raise ValueError
-    except ValueError:
-        ap.error(f"--streams: expected comma-separated integers >= 1, got {args.streams!r}")
+    levels = {}
+    for name in ("streams", "connections"):
+        text = getattr(args, name)
+        try:
+            levels[name] = [int(k) for k in text.split(",") if k.strip()]
+            if any(not 1 <= k <= 1024 for k in levels[name]):
+                raise ValueError
+        except ValueError:
+            ap.error(f"--{name}: expected comma-separated integers in 1..1024, got {text!r}")
+    if not 1 <= args.small_requests <= 100000 or not 1 <= args.large_repeats <= 1000:
+        ap.error("expected --small-requests in 1..100000 and --large-repeats in 1..1000")
     if int(os.environ.get("RANK", "0")) != 0:  # under a launcher with several ranks: rank 0 probes
         return 0
     try:
-        doc = probe(args.url, args.seed, args.large_repeats, streams)
+        if is_dataset_root(args.url):
+            doc = probe(args.url, args.seed, args.large_repeats, levels["streams"])
+        else:
+            doc = probe_object(args.url, args.seed, args.small_requests, args.large_repeats, levels["connections"])
     except (OSError, ValueError, KeyError) as e:
-        print(f"probe_http: {args.url}: {e}", file=sys.stderr)
+        msg = str(e)
+        print(f"probe_http: {msg if msg.startswith(args.url) else args.url + ': ' + msg}", file=sys.stderr)
         return 1
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
@@ -137,7 +343,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     f = doc["fit"]
     print(f"probe_http: latency {f['latency_s'] * 1e3:.2f} ms, bandwidth {f['bytes_per_s'] / 1e6:.2f} MB/s per "
           f"stream (MAPE {f['mape']:.1%}, {f['small_objects']} small and {f['large_objects']} large objects), "
-          f"aggregate {f['aggregate_bytes_per_s'] / 1e6:.2f} MB/s from {f['useful_concurrency']} stream(s)")
+          f"aggregate {f['aggregate_bytes_per_s'] / 1e6:.2f} MB/s from {f['useful_concurrency']} stream(s); "
+          f"first byte {f['first_byte_s'] * 1e3:.2f} ms, {f['per_connection_bytes_per_s'] / 1e6:.2f} MB/s per "
+          f"connection" + (f", connection limit {f['connection_limit']}" if f.get("connection_limit") else ""))
     return 0
 
 

@@ -55,5 +55,24 @@ TEST(StorageTiers, KindNamesRoundTrip) {
   EXPECT_FALSE(ParseTierKind("s3", &k));
 }
 
+TEST(StorageTiers, StreamedTierSpreadsTheLatencyOverTheShard) {
+  StorageTier t = Tier(TierKind::kObjectStore, 0, 0.04, 1e8);
+  t.shard_samples = 8;  // one GET per 8 samples: 40 ms / 8 + 1 MB / 100 MB/s = 15 ms
+  EXPECT_NEAR(TierReadS(t, 1e6, 9.0), 0.015, 1e-15);
+  EXPECT_EQ(t.RequestsPerRead(), 0.125);
+}
+
+TEST(StorageTiers, RequestPacerSpacesRequests) {
+  RequestPacer off;
+  EXPECT_EQ(off.Reserve(0, 1), 0);
+  RequestPacer p(10);  // 10 requests/s: 100 ms apart
+  EXPECT_EQ(p.Reserve(0, 1), 0);
+  EXPECT_NEAR(p.Reserve(0, 1), 0.1, 1e-15);   // the burst queues
+  EXPECT_NEAR(p.Reserve(0.05, 1), 0.15, 1e-15);
+  EXPECT_EQ(p.Reserve(5, 1), 0);              // an idle store: no wait
+  EXPECT_NEAR(p.Reserve(5, 0.5), 0.1, 1e-15);  // half a request (a streamed read) takes half a slot
+  EXPECT_NEAR(p.Reserve(5, 1), 0.15, 1e-15);
+}
+
 }  // namespace
 }  // namespace simreplay::models

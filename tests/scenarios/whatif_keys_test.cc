@@ -80,6 +80,19 @@ TEST(WhatIfKeys, TiersRejectBadValues) {
             std::string::npos);
 }
 
+TEST(WhatIfKeys, StreamedTierAndRequestRate) {
+  auto s = ParseScenario(WithKey("storage", R"({"tiers": [{"kind": "object_store", "latency_s": 0.03,
+      "bytes_per_s_per_stream": 1e8, "shard_samples": 1000, "requests_per_s": 3500}]})"),
+                         "s.json", "/base");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->storage.tiers[0].shard_samples, 1000);
+  EXPECT_EQ(s->storage.tiers[0].requests_per_s, 3500);
+  EXPECT_NE(Error(WithKey("storage", R"({"tiers": [{"kind": "local", "shard_samples": -4}]})")).find("shard_samples"),
+            std::string::npos);
+  EXPECT_NE(Error(WithKey("storage", R"({"tiers": [{"kind": "local", "requests_per_s": -1}]})")).find("requests_per_s"),
+            std::string::npos);
+}
+
 TEST(WhatIfKeys, AccessAndDecodeDevice) {
   auto s = ParseScenario(WithKey("data", R"({"format": "tfrecord", "access": "sequential"})"), "s.json", "/base");
   ASSERT_TRUE(s.ok()) << s.status().message();

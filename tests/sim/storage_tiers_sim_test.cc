@@ -4,6 +4,7 @@
 
 #include "sim/isolated_run.h"
 #include "sim/metrics.h"
+#include "sim/remote_storage.h"
 #include "sim/simulation.h"
 #include "tests/sim/raw_stats_view.h"
 
@@ -82,6 +83,63 @@ TEST(StorageTiersSim, StreamLimitSerialisesRequests) {
   EXPECT_NEAR(Makespan(in), 0.2, 1e-5);
   in.scenario.storage.tiers[0].max_streams = 2;
   EXPECT_NEAR(Makespan(in), 0.4, 1e-5);
+}
+
+TEST(StorageTiersSim, StreamedShardsPayTheLatencyOncePerShard) {
+  // 1 worker, 8 samples of 1 MB in shards of 4 from a store of 100 ms first byte and 100 MB/s per
+  // connection: each read is 100 ms / 4 + 10 ms = 35 ms (per-sample GETs: 110 ms), 8 reads = 280 ms.
+  auto costs = Reads(8);
+  SimInput in = Bare(&costs, 1, 4, 1);
+  in.scenario.storage.tiers = {Tier(models::TierKind::kObjectStore, 0.1, 1e8)};
+  EXPECT_NEAR(Makespan(in), 8 * 0.110, 1e-5);
+  in.scenario.storage.tiers[0].shard_samples = 4;
+  EXPECT_NEAR(Makespan(in), 8 * 0.035, 1e-5);
+}
+
+TEST(StorageTiersSim, RequestRateLimitSpacesTheStartUpBurst) {
+  // 4 workers open their first requests at once; the store admits 10 requests/s: the 8 requests
+  // start at 0, 0.1, ..., 0.7 s (transfer and latency negligible), so the last ends just after 0.7 s.
+  auto costs = Reads(8);
+  SimInput in = Bare(&costs, 4, 1, 1);
+  in.scenario.storage.tiers = {Tier(models::TierKind::kObjectStore, 0, 1e15)};
+  in.scenario.storage.tiers[0].requests_per_s = 10;
+  EXPECT_NEAR(Makespan(in), 0.7, 1e-5);
+}
+
+TEST(StorageTiersSim, WorkersWithoutAShardDeliverNothing) {
+  // 4 workers, batch 1, 8 samples in shards of 4: 2 shards, so 2 workers stream and 2 idle. Each read
+  // costs 100 ms / 4 = 25 ms; 8 reads over the 2 active workers = 4 rounds = 100 ms (with all 4
+  // workers streaming it would be 50 ms).
+  auto costs = Reads(8);
+  SimInput in = Bare(&costs, 4, 1, 1);
+  in.scenario.storage.tiers = {Tier(models::TierKind::kObjectStore, 0.1, 1e15)};
+  in.scenario.storage.tiers[0].shard_samples = 4;
+  EXPECT_NEAR(Makespan(in), 0.1, 1e-5);
+  in.scenario.storage.tiers[0].shard_samples = 2;  // 4 shards: every worker has one, 50 ms per read
+  EXPECT_NEAR(Makespan(in), 0.1, 1e-5);
+  in.scenario.storage.tiers[0].shard_samples = 1;  // 8 shards: 100 ms per read, 2 rounds
+  EXPECT_NEAR(Makespan(in), 0.2, 1e-5);
+}
+
+TEST(RemoteStorage, ActiveWorkersAndTheFinding) {
+  EXPECT_EQ(ActiveStreamWorkers(0, 1, 0, 8), 8);  // nothing streamed
+  EXPECT_EQ(ActiveStreamWorkers(3, 1, 0, 8), 3);
+  EXPECT_EQ(ActiveStreamWorkers(10, 2, 1, 8), 2);  // readers 8..15 of rank 1: shards 8 and 9
+  EXPECT_EQ(ActiveStreamWorkers(4, 2, 1, 8), 1);   // none for rank 1: one worker simulated, and said so
+  scenarios::Scenario s;
+  s.loader.num_workers = 8;
+  s.storage.tiers = {Tier(models::TierKind::kObjectStore, 0.02, 1e8)};
+  std::vector<std::string> warnings;
+  AddStreamingWarnings(s, 1000, 2, &warnings);
+  EXPECT_TRUE(warnings.empty());  // per-sample GETs: no shards
+  s.storage.tiers[0].shard_samples = 100;
+  AddStreamingWarnings(s, 1000, 2, &warnings);  // 10 shards for 16 readers
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("10 shards of 100 samples for 16 readers"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("6 workers get no data"), std::string::npos) << warnings[0];
+  warnings.clear();
+  AddStreamingWarnings(s, 1600, 2, &warnings);  // 16 shards: enough
+  EXPECT_TRUE(warnings.empty());
 }
 
 }  // namespace

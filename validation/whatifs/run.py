@@ -6,6 +6,7 @@ predicted by `simreplay simulate` from a model calibrated on the base case only:
 
   frames8   clips of 8 frames instead of 4          data.media.mp4.frames = 8
   size2x    images at twice the width and height    data.media.jpeg.scale = 2
+  half      images at half the width and height     data.media.jpeg.scale = 0.5
   share30   30 % clips instead of 10 %              data.media shares 0.7 / 0.3
   tfrecord  the base samples in TFRecord shards     data.format = tfrecord
   cold      the base case after drop_caches         storage.tiers [page_cache, local disk] (epoch 1 cold)
@@ -13,10 +14,14 @@ predicted by `simreplay simulate` from a model calibrated on the base case only:
 Measured: the bench's warm-up-excluded train throughput (median of --reps runs, interleaved by case,
 one discarded warm-up run per case, uncaptured). Predicted: (samples(S) - samples(W)) / (time(S) -
 time(W)) over two simulations of S and W steps, the same window as the bench (from the call for batch
-W to the end of step S). The machine's load average is recorded around every run. Gate: every case's
+W to the end of step S). Cases ending in -w1 run (and are predicted at) 1 loader worker instead of 2;
+the model is always the one calibrated from the base capture at 2 workers. Media what-ifs: calibrate
+gets the media probe (`simreplay_capture.probe_media` on the base dataset's own files at 0.5x/1x/2x
+linear and 1x/2x clip length, docs/probe-format.md) unless --no-media-probe; the prediction without it
+is reported next to it (`predicted_without_media_probe`). The machine's load average is recorded around every run. Gate: every case's
 |throughput error| <= --limit-pct (10%); exit 4 when one is over it, 0 when all are within.
 
-usage: validation/whatifs/run.py [--out DIR] [--reps N] [--cases a,b,...]
+usage: validation/whatifs/run.py [--out DIR] [--reps N] [--cases a,b,...] [--no-media-probe]
 env:   SIMREPLAY_BIN (build/simreplay)
 """
 from __future__ import annotations
@@ -28,7 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 # The gate (issue 26's target for what-ifs that hold on real runs): every case within 10%. A failing
 # case stays failing and makes the run exit 4; the limit is never raised to make a run pass.
@@ -42,18 +47,28 @@ DATASETS = {
     "base": ["--video-share", "0.1", "--frames", "4", "--image-scale", "0.5", "--formats", "files,tfrecord"],
     "frames8": ["--video-share", "0.1", "--frames", "8", "--image-scale", "0.5", "--formats", "files"],
     "size2x": ["--video-share", "0.1", "--frames", "4", "--image-scale", "1.0", "--formats", "files"],
+    "half": ["--video-share", "0.1", "--frames", "4", "--image-scale", "0.25", "--formats", "files"],
     "share30": ["--video-share", "0.3", "--frames", "4", "--image-scale", "0.5", "--formats", "files"],
 }
-# case -> (dataset, bench format, frames, drop caches before the run, scenario overrides)
+# case -> (dataset, bench format, frames, drop caches before the run, scenario overrides); a case named
+# NAME-w1 is NAME at 1 loader worker (the measured run and the prediction; the model stays the base one)
 CASES: Dict[str, Any] = {
     "base": ("base", "files", 4, False, {}),
     "frames8": ("frames8", "files", 8, False, {"data": {"media": {"mp4": {"frames": 8}}}}),
     "size2x": ("size2x", "files", 4, False, {"data": {"media": {"jpeg": {"scale": 2}}}}),
+    "half": ("half", "files", 4, False, {"data": {"media": {"jpeg": {"scale": 0.5}}}}),
     "share30": ("share30", "files", 4, False,
                 {"data": {"media": {"jpeg": {"share": 0.7}, "mp4": {"share": 0.3}}}}),
     "tfrecord": ("base", "tfrecord", 4, False, {"data": {"format": "tfrecord"}}),
     "cold": ("base", "files", 4, True, "cold"),
 }
+for _name in ("base", "frames8", "size2x", "half"):
+    CASES[_name + "-w1"] = CASES[_name]
+MEDIA_CASES = {"frames8", "size2x", "half", "frames8-w1", "size2x-w1", "half-w1"}
+
+
+def workers_of(case: str) -> int:
+    return 1 if case.endswith("-w1") else WORKERS
 
 
 def load() -> float:
@@ -88,9 +103,10 @@ def drop_caches() -> bool:
     return True
 
 
-def bench(data: str, fmt: str, frames: int, out_json: str, trace: Optional[str] = None) -> Dict[str, Any]:
+def bench(data: str, fmt: str, frames: int, out_json: str, trace: Optional[str] = None,
+          workers: int = WORKERS) -> Dict[str, Any]:
     args = [PY, "-m", "simreplay_capture.bench", "run", "--data", data, "--format", fmt,
-            "--workers", str(WORKERS), "--batch-size", str(BATCH), "--steps", str(STEPS),
+            "--workers", str(workers), "--batch-size", str(BATCH), "--steps", str(STEPS),
             "--warmup-steps", str(WARMUP), "--step-time-s", str(STEP_S), "--image-size", str(CROP),
             "--frames", str(frames), "--seed", "0", "--summary-json", out_json]
     args += ["--trace", trace] if trace else ["--no-capture"]
@@ -110,12 +126,16 @@ def simulate(simreplay: str, scenario: Dict[str, Any], out: str) -> Dict[str, An
 
 
 def predict(simreplay: str, model: str, overrides: Any, out: str, tiers: Optional[List[Any]],
-            background: float = -1) -> Dict[str, Any]:
+            background: float = -1, workers: int = WORKERS, steps_window: Tuple[int, int] = (STEPS, WARMUP),
+            batch: int = BATCH) -> Dict[str, Any]:
+    """Throughput over the bench's window: (samples(S) - samples(W)) / (time(S) - time(W)), two simulations.
+    Also used by validation/remote/run.py (its own window and batch size)."""
     results = {}
-    for steps in (STEPS, WARMUP):
+    total, warm = steps_window
+    for steps in (total, warm):
         sc: Dict[str, Any] = {
             "name": "what-if validation", "model": model,
-            "loader": {"num_workers": WORKERS, "batch_size": BATCH, "prefetch_factor": 2, "shuffle": True},
+            "loader": {"num_workers": workers, "batch_size": batch, "prefetch_factor": 2, "shuffle": True},
             "hardware": {"cpu_cores": 0}, "train": {"steps": steps}, "seed": 0}
         if background >= 0:  # absent: the model's own (a dedicated machine unless calibrate set it)
             sc["hardware"]["background_threads"] = background
@@ -125,9 +145,10 @@ def predict(simreplay: str, model: str, overrides: Any, out: str, tiers: Optiona
         if tiers is not None:
             sc["storage"] = {"tiers": tiers}
         results[steps] = simulate(simreplay, sc, os.path.join(out, f"steps{steps}"))
-    a, b = results[STEPS]["metrics"], results[WARMUP]["metrics"]
+    a, b = results[total]["metrics"], results[warm]["metrics"]
     thr = (a["samples"] - b["samples"]) / (a["simulated_time_s"] - b["simulated_time_s"])
-    return {"train_throughput_samples_per_s": thr, "warnings": results[STEPS].get("warnings", [])}
+    return {"train_throughput_samples_per_s": thr, "warnings": results[total].get("warnings", []),
+            "result": results[total]}
 
 
 def main() -> int:
@@ -138,6 +159,8 @@ def main() -> int:
     ap.add_argument("--limit-pct", type=float, default=CASE_LIMIT_PCT,
                     help="gate: every case's |throughput error| must stay within this (exit 4 otherwise)")
     ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--no-media-probe", action="store_true",
+                    help="calibrate without the media probe (the media what-ifs extrapolate the trace's fits)")
     ap.add_argument("--predict-only", action="store_true",
                     help="reuse the model and the measured runs in --out; simulate again")
     ap.add_argument("--background-threads", default="-1",
@@ -159,10 +182,24 @@ def main() -> int:
     base_data = os.path.join(args.data, "base")
     trace = os.path.join(args.out, "base.jsonl.gz")
     model = os.path.join(args.out, "model.json")
+    model_plain = os.path.join(args.out, "model-without-media-probe.json")
+    media_probe = os.path.join(args.out, "probe-media.json")
+    report["media_probe"] = None if args.no_media_probe else media_probe
     if not args.predict_only:
         bench(base_data, "files", 4, os.path.join(args.out, "warmup.json"))
         bench(base_data, "files", 4, os.path.join(args.out, "base-capture.json"), trace)
-        sh([simreplay, "calibrate", trace, "--out", model], stdout=subprocess.DEVNULL)
+        sh([simreplay, "calibrate", trace, "--out", model_plain], stdout=subprocess.DEVNULL)
+        if not args.no_media_probe:
+            t = time.monotonic()
+            sh([PY, "-m", "simreplay_capture.probe_media", "--bench-data", base_data, "--image-size", str(CROP),
+                "--frames", "4", "--scales", "0.5,1,2", "--frame-scales", "1,2", "--samples", "24",
+                "--out", media_probe],
+               env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture")), stdout=subprocess.DEVNULL)
+            report["media_probe_wall_s"] = time.monotonic() - t
+            sh([simreplay, "calibrate", trace, "--media-probe", media_probe, "--out", model],
+               stdout=subprocess.DEVNULL)
+    if args.no_media_probe:
+        model = model_plain
     background = float(args.background_threads) if args.background_threads != "auto" else -1.0
     if args.background_threads == "auto":
         with open(model) as f:
@@ -177,7 +214,8 @@ def main() -> int:
     for c in cases:
         ds, fmt, frames, _, _ = CASES[c]
         if not args.predict_only:
-            bench(os.path.join(args.data, ds), fmt, frames, os.path.join(args.out, f"{c}-warmup.json"))
+            bench(os.path.join(args.data, ds), fmt, frames, os.path.join(args.out, f"{c}-warmup.json"),
+                  workers=workers_of(c))
     if args.predict_only and os.path.exists(os.path.join(args.out, "whatifs.json")):
         with open(os.path.join(args.out, "whatifs.json")) as f:
             old = json.load(f)
@@ -199,7 +237,8 @@ def main() -> int:
             if cold and not drop_caches():
                 continue
             loads[c].append(load())
-            s = bench(os.path.join(args.data, ds), fmt, frames, os.path.join(args.out, f"{c}-{rep}.json"))
+            s = bench(os.path.join(args.data, ds), fmt, frames, os.path.join(args.out, f"{c}-{rep}.json"),
+                      workers=workers_of(c))
             measured[c].append(s["throughput_samples_per_s"])
             loads[c].append(load())
     for c in cases:
@@ -218,17 +257,24 @@ def main() -> int:
             tiers = [{"kind": "page_cache"}, {"kind": "local", "latency_s": fit["latency_s"],
                                                "bytes_per_s_per_stream": fit["bandwidth_bytes_per_s"]}]
             entry["probe_random_fit"] = fit
-        p = predict(simreplay, model, overrides, os.path.join(args.out, "predict", c), tiers, background)
+        p = predict(simreplay, model, overrides, os.path.join(args.out, "predict", c), tiers, background,
+                    workers_of(c))
         med = statistics.median(measured[c])
-        entry.update({"measured_median": med, "predicted": p["train_throughput_samples_per_s"],
+        entry.update({"workers": workers_of(c), "measured_median": med,
+                      "predicted": p["train_throughput_samples_per_s"],
                       "error_pct": 100 * (p["train_throughput_samples_per_s"] - med) / med,
                       "warnings": p["warnings"]})
+        if c in MEDIA_CASES and model != model_plain and os.path.exists(model_plain):
+            q = predict(simreplay, model_plain, overrides, os.path.join(args.out, "predict-without-media-probe", c),
+                        tiers, background, workers_of(c))
+            entry["predicted_without_media_probe"] = q["train_throughput_samples_per_s"]
+            entry["error_without_media_probe_pct"] = 100 * (q["train_throughput_samples_per_s"] - med) / med
         report["cases"][c] = entry
     # The change each what-if predicts against the base case, next to the change measured: machine load
     # that the model does not hold (it assumes a dedicated machine) cancels to first order in the ratio.
-    b = report["cases"].get("base", {})
     for c, e in report["cases"].items():
-        if c == "base" or "predicted" not in e or "predicted" not in b:
+        b = report["cases"].get("base-w1" if c.endswith("-w1") else "base", {})
+        if c in ("base", "base-w1") or "predicted" not in e or "predicted" not in b:
             continue
         e["measured_ratio_to_base"] = e["measured_median"] / b["measured_median"]
         e["predicted_ratio_to_base"] = e["predicted"] / b["predicted"]
@@ -244,7 +290,9 @@ def main() -> int:
         m = e["measured_samples_per_s"]
         print(f"{c:10s} {e['measured_median']:7.1f} ({min(m):.1f}..{max(m):.1f})   {e['predicted']:9.1f} "
               f"{e['error_pct']:+6.1f}%  {e.get('ratio_error_pct', 0.0):+6.1f}%  "
-              f"{min(e['load_avg_1min']):.1f}..{max(e['load_avg_1min']):.1f}")
+              f"{min(e['load_avg_1min']):.1f}..{max(e['load_avg_1min']):.1f}"
+              + (f"   without media probe {e['predicted_without_media_probe']:.1f} "
+                 f"({e['error_without_media_probe_pct']:+.1f}%)" if "predicted_without_media_probe" in e else ""))
     failing = [f"{c} {e['error_pct']:+.1f}%" for c, e in report["cases"].items()
                if "error_pct" in e and abs(e["error_pct"]) > args.limit_pct]
     report["gate"] = {"limit_pct": args.limit_pct, "failing": failing, "pass": not failing}

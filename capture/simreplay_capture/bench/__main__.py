@@ -37,6 +37,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--format", default="files", choices=["files", "tar", "lmdb", "hdf5", "tfrecord"])
     r.add_argument("--trace", help="trace path (.jsonl or .jsonl.gz)")
     r.add_argument("--no-capture", action="store_true", help="run without capture (A/B, overhead)")
+    r.add_argument("--stream", action="store_true",
+                   help="--data http://...: stream the tar shards (WebDataset-style IterableDataset, one GET per "
+                        "shard) instead of one GET per sample")
     r.add_argument("--workers", type=int, default=2)
     r.add_argument("--batch-size", type=int, default=8)
     r.add_argument("--prefetch-factor", type=int, default=2)

@@ -343,13 +343,15 @@ class Reader:
         raise ValueError(self.fmt)
 
     def _read_http(self, i: int) -> bytes:
+        # remote.fetch: one GET on a new connection, as http_get, with the request noted in the capture
+        from ..remote import fetch
         base = self.root.rstrip("/")
         if self.fmt == "files":
             s = self.samples[i]
-            return http_get(f"{base}/files/{s['key']}.{s['ext']}")
+            return fetch(f"{base}/files/{s['key']}.{s['ext']}")
         if self.fmt == "tar":
             shard, off, size = self.info["index"][i]
-            return http_get(f"{base}/tar/{shard}", (off, size))
+            return fetch(f"{base}/tar/{shard}", (off, size))
         raise ValueError(f"format {self.fmt!r} is not read over HTTP (files and tar are)")
 
     def __getstate__(self) -> Dict[str, Any]:

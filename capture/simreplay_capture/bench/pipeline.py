@@ -42,9 +42,13 @@ class BenchDataset(torch.utils.data.Dataset):
                 "format": self.fmt, "path": self.root if is_url(self.root) else os.path.abspath(self.root)}
 
     def __getitem__(self, i: int) -> Dict[str, Any]:
-        s = self.man["samples"][i]
         with sc_ctx.stage("read"):
             data = self.reader.read(i)
+        return self.sample_from_bytes(i, data)
+
+    def sample_from_bytes(self, i: int, data: bytes) -> Dict[str, Any]:
+        """Decode and augment sample i's bytes (the map-style __getitem__ and the tar stream share it)."""
+        s = self.man["samples"][i]
         if s["kind"] == "image":
             with sc_ctx.stage("decode"):
                 x = _decode_jpeg(data)
@@ -118,3 +122,22 @@ def multimodal_collate(samples: List[Dict[str, Any]]) -> Dict[str, Any]:
         "index": torch.tensor([s["index"] for s in samples], dtype=torch.long),
         "is_video": torch.tensor([bool(s["video"]) for s in samples]),
     }
+
+
+def bench_stream(root: str, image_size: int = 128, frames: int = 8) -> Any:
+    """The bench pipeline streaming its tar shards over HTTP (simreplay_capture.remote.TarShardStream):
+    WebDataset-style, one GET per shard, shards assigned round-robin to ranks x workers."""
+    from ..remote import TarShardStream
+    if not is_url(root):
+        raise ValueError(f"{root}: streaming reads tar shards over HTTP; give the dataset's http:// URL")
+    ds = BenchDataset(root, "tar", image_size, frames)
+    index = {s["key"]: i for i, s in enumerate(ds.man["samples"])}
+    shards = ds.man["formats"]["tar"]["shards"]
+    base = root.rstrip("/")
+
+    def decode(key: str, members: Dict[str, bytes]) -> Dict[str, Any]:
+        if key not in index or len(members) != 1:
+            raise ValueError(f"tar stream: unexpected member(s) {sorted(members)} for key {key!r}")
+        return ds.sample_from_bytes(index[key], next(iter(members.values())))
+
+    return TarShardStream([f"{base}/tar/{name}" for name in shards], decode, length=len(ds))

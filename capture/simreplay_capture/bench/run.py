@@ -139,7 +139,12 @@ def run(args: Any) -> Dict[str, Any]:
     else:
         from ..recorder import Recorder
         rec = Recorder(args.trace, seed=args.seed, notes=notes, data_path=args.data)
-    base = BenchDataset(args.data, args.format, args.image_size, args.frames)
+    if getattr(args, "stream", False):
+        from .pipeline import bench_stream
+        base = bench_stream(args.data, args.image_size, args.frames)
+        args.shuffle = False  # an IterableDataset: the order is the shards' (each worker streams its own)
+    else:
+        base = BenchDataset(args.data, args.format, args.image_size, args.frames)
     ds = rec.wrap_dataset(base)
     loader = rec.wrap_loader(build_loader(args, ds))
     per_epoch = len(loader)

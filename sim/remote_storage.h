@@ -1,0 +1,34 @@
+// Streamed remote storage (WebDataset-style tar shards read as an IterableDataset): which loader workers
+// get data, and the findings the scenario earns (docs/remote-storage.md, "Shard assignment").
+//
+// An IterableDataset assigns whole shards to readers: shard i to reader i mod R, R = ranks x workers,
+// reader r = rank x workers + worker (simreplay_capture.remote.shard_assignment, as WebDataset's
+// split_by_node + split_by_worker do). With S shards, reader r gets data iff r < S: with S < R the
+// readers r >= S get none, and the DataLoader delivers batches from the others only (PyTorch skips an
+// exhausted worker). The simulator hands tasks to the workers that have data only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "scenarios/scenario.h"
+
+namespace simreplay::sim {
+
+// The streamed tier of the scenario (the last tier with shard_samples > 0), or nullptr.
+const models::StorageTier* StreamedTier(const scenarios::Scenario& s);
+
+// Shards of the dataset on the streamed tier: ceil(samples / shard_samples); 0 without a streamed tier.
+int64_t StreamShards(const scenarios::Scenario& s, int64_t dataset_samples);
+
+// Workers of `rank` that get at least one shard (1..workers: a rank left with none still runs one, and
+// the finding says so); `workers` when nothing is streamed or workers is 0.
+int ActiveStreamWorkers(int64_t shards, int ranks, int rank, int workers);
+
+// The finding: a warning when shards < ranks x workers (workers that get no data), and a note of the
+// per-request amortisation. Appends to `warnings`.
+void AddStreamingWarnings(const scenarios::Scenario& s, int64_t dataset_samples, int ranks,
+                          std::vector<std::string>* warnings);
+
+}  // namespace simreplay::sim
