@@ -104,7 +104,8 @@ Status ParseJob(const PlanReader& r, const json& j, PlanSpec* plan) {
   if (j.contains("eval")) {
     SIMREPLAY_RETURN_IF_ERROR(r.Keys(j["eval"], "/job/eval", {"every_steps", "duration_s"}));
     SIMREPLAY_RETURN_IF_ERROR(r.Int(j["eval"], "/job/eval", "every_steps", &plan->eval.every_steps, false, 0, 1e15));
-    SIMREPLAY_RETURN_IF_ERROR(r.Number(j["eval"], "/job/eval", "duration_s", &plan->eval.duration_s, false, 0, 1e9));
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(j["eval"], "/job/eval", "duration_s", &plan->eval.duration_s, false, 0, 1e9,
+                                     &plan->eval.duration_given));
   }
 
   if (!j.contains("checkpoint")) return r.Error("/job", "missing required object 'job.checkpoint'");

@@ -76,6 +76,7 @@ struct ActivationCheckpointingSpec {
 struct EvalSpec {
   int64_t every_steps = 0;  // 0: no evaluation
   double duration_s = 0;    // one evaluation pass, training stalled
+  bool duration_given = false;  // the plan file states duration_s (else a GPU preflight's eval_s is used)
 };
 
 struct CheckpointSpec {

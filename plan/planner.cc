@@ -257,6 +257,13 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const PreflightUse& prefl
     }
     if (preflight->peak_memory_bytes && preflight_gpu) peak_memory = *preflight->peak_memory_bytes;
   }
+  // The evaluation pass: the plan file's when stated, else what a GPU preflight timed (a CPU
+  // preflight's evaluation time says nothing about the GPU's, like its step time).
+  setup.eval_duration_s = spec.eval.duration_s;
+  if (!spec.eval.duration_given && preflight && preflight->eval_s && preflight_gpu) {
+    setup.eval_duration_s = *preflight->eval_s;
+    setup.eval_from_preflight = true;
+  }
 
   // The candidates, GPU by GPU, sharding by sharding, nodes ascending (scaling curves stay together).
   std::vector<int> nodes = spec.candidates.nodes;
@@ -420,7 +427,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
     row.interval_high = interval.high;
 
     const int64_t evals = spec.eval.every_steps > 0 ? row.total_steps / spec.eval.every_steps : 0;
-    const double eval_s = static_cast<double>(evals) * spec.eval.duration_s;
+    const double eval_s = static_cast<double>(evals) * setup.eval_duration_s;
     row.failure_rate = ComputeJobFailureRate(spec.reliability.failures, row.gpus, row.nodes);
     row.restart = ComputeRestart(spec.reliability.restart, row.gpus, row.nodes, checkpoint_read, setup.measured_restart);
     const auto& ph = spec.phases;
@@ -522,6 +529,16 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       preflight && preflight->checkpoint_bytes
           ? "preflight"
           : fmt::format("{:g} B/parameter (weights, optimizer state, master copy; no gradients)", bpp.checkpoint()));
+  {
+    const bool from_preflight = setup.eval_from_preflight;
+    add("eval.duration_s", fmt::format("{:.4g}", setup.eval_duration_s),
+        from_preflight ? "measured" : spec.eval.duration_given ? "input" : "assumed",
+        from_preflight ? "preflight (evaluation callable timed on the GPU)"
+        : spec.eval.duration_given
+            ? "plan file"
+            : (preflight && preflight->eval_s ? "not given: 0 (the preflight's evaluation ran on the CPU: not used)"
+                                              : "not given: 0"));
+  }
   add("checkpoint_write_bytes_per_s", fmt::format("{:.4g}", write_bps),
       preflight && preflight->checkpoint_write_bytes_per_s ? "measured" : "input",
       preflight && preflight->checkpoint_write_bytes_per_s ? "preflight" : "plan file");

@@ -127,6 +127,8 @@ struct PlanSetup {
   // length, activation checkpointing, precision, ROCm (plan/pilot_rules.h).
   nlohmann::json pilot_assumptions = nlohmann::json::array();
   double checkpoint_bytes = 0, write_bytes_per_s = 0, read_bytes_per_s = 0;
+  double eval_duration_s = 0;  // one evaluation pass: the plan file's, else a GPU preflight's eval_s
+  bool eval_from_preflight = false;
   std::optional<MeasuredRestart> measured_restart;  // from a preflight
   double peak_memory_bytes = 0;
   int grad_accum = 1;

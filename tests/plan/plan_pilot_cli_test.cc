@@ -179,3 +179,49 @@ TEST(PlanPilot, APilotShorterThanThePlansSequenceIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// Issue 27, item 4: the evaluation time a GPU preflight measured feeds job.eval when the plan file
+// does not state one; a plan file's duration wins, and without either it stays 0, each labelled.
+TEST(PlanPilot, AGpuPreflightsEvaluationTimeFeedsJobEvalUnlessThePlanStatesOne) {
+  const fs::path dir = PilotDir("plan_pilot_eval");
+  json plan = OneNodePlan({"a100-80gb"});
+  plan["job"]["eval"].erase("duration_s");
+  const fs::path unstated = Write(dir / "plan.json", plan);
+  json pf = json::parse(Slurp(kPlanData + "preflight.json"));  // a CUDA fixture
+  pf["measured"]["eval_s"] = 42.0;
+  const fs::path preflight = Write(dir / "pf.json", pf);
+  auto status_of = [](const json& out) {
+    for (const auto& a : out["assumptions"]) {
+      if (a["input"] == "eval.duration_s") return a;
+    }
+    return json();
+  };
+  auto r = RunCli("plan " + unstated.string() + " --out " + (dir / "a").string() + " --preflight " + preflight.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  json row = status_of(json::parse(Slurp(dir / "a" / "plan.json")));
+  EXPECT_EQ(row["status"], "measured") << row.dump();
+  EXPECT_EQ(row["value"], "42");
+  const json with_eval = json::parse(Slurp(dir / "a" / "plan.json"));
+
+  plan["job"]["eval"]["duration_s"] = 300;
+  const fs::path stated = Write(dir / "plan_stated.json", plan);
+  r = RunCli("plan " + stated.string() + " --out " + (dir / "b").string() + " --preflight " + preflight.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  row = status_of(json::parse(Slurp(dir / "b" / "plan.json")));
+  EXPECT_EQ(row["status"], "input") << row.dump();
+  EXPECT_EQ(row["value"], "300");
+
+  r = RunCli("plan " + unstated.string() + " --out " + (dir / "c").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  row = status_of(json::parse(Slurp(dir / "c" / "plan.json")));
+  EXPECT_EQ(row["status"], "assumed") << row.dump();
+  EXPECT_EQ(row["value"], "0");
+  // The measured evaluations are in the budget: more evaluation time than without them.
+  const json without = json::parse(Slurp(dir / "c" / "plan.json"));
+  EXPECT_GT(with_eval["candidates"][0]["budget"]["eval_s"].get<double>(),
+            without["candidates"][0]["budget"]["eval_s"].get<double>());
+}
+
+}  // namespace
