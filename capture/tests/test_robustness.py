@@ -49,7 +49,8 @@ def test_eight_workers_no_deadlock_no_leak(dataset_dir, tmp_path):
     trace = str(tmp_path / "w8.jsonl.gz")
     code = TRAIN + textwrap.dedent("""
         import gc; gc.collect(); time.sleep(0.5)
-        kids = [p for p in os.listdir('/proc') if p.isdigit() and open(f'/proc/{p}/stat').read().split(') ')[1].split()[1] == str(os.getpid())]
+        from simreplay_capture import procfs  # the one /proc reader: a process gone mid-listing is skipped
+        kids = procfs.children(os.getpid())
         print('children', len(kids), 'fds', len(os.listdir('/proc/self/fd')), flush=True)
     """)
     # A private TMPDIR: the recorder's spool directory must be gone after close(), and other processes'
