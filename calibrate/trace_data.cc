@@ -79,7 +79,10 @@ Status ValidateTrace(const TraceData& t) {
     if (s.unsplit && (s.read_ns > 0 || s.augment_ns > 0)) {
       return Contradiction(t.path, line, "stages \"unsplit\" with read_ns or augment_ns > 0");
     }
-    const int64_t wall = s.read_ns + s.decode_ns + s.augment_ns;
+    // The call's wall time: the record's own when it has one (the stages do not cover the whole call:
+    // a sample of the held-out video set, 2026-12-02, spent 1.7 ms in its stages and 3.6 ms in the
+    // call, with 3.6 ms of thread CPU), else the stages' sum.
+    const int64_t wall = std::max(s.wall_ns, s.read_ns + s.decode_ns + s.augment_ns);
     if (s.cpu_ns > wall + wall / 2 + 1'000'000) {
       return Contradiction(
           t.path, line,

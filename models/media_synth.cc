@@ -148,7 +148,8 @@ double PredictStageS(const StageCostFit& fit, double bytes, double pixels, doubl
 
 Status SynthesizeMedia(const std::map<std::string, MediaCostModel>& models,
                        const std::map<std::string, MediaShapeSpec>& spec, double worker_cost_scale, uint64_t seed,
-                       std::vector<MediaSample>* samples, std::vector<std::string>* warnings) {
+                       std::vector<MediaSample>* samples, std::vector<std::string>* warnings,
+                       std::vector<std::string>* extrapolated) {
   if (spec.empty() || samples->empty()) return Status::Ok();
   for (const auto& [name, s] : spec) {
     if (!models.count(name)) {
@@ -293,10 +294,12 @@ Status SynthesizeMedia(const std::map<std::string, MediaCostModel>& models,
       warnings->push_back(fmt::format(
           "extrapolating: media {} at {:.4g}..{:.4g} decoded pixels per sample, outside the measured {:.4g}..{:.4g}", m,
           e.pixels_min, e.pixels_max, d.pixels_min, d.pixels_max));
+      if (extrapolated != nullptr) extrapolated->push_back("data.media." + m + ".pixels");
     }
     if (e.frames_min < d.frames_min - tol || e.frames_max > d.frames_max + tol) {
       warnings->push_back(fmt::format("extrapolating: media {} at {:g}..{:g} frames, outside the measured {:g}..{:g}",
                                       m, e.frames_min, e.frames_max, d.frames_min, d.frames_max));
+      if (extrapolated != nullptr) extrapolated->push_back("data.media." + m + ".frames");
     }
   }
   *samples = std::move(out);

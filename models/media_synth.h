@@ -79,11 +79,14 @@ bool ScalesProportionally(const StageCostFit& fit, bool read_stage);
 double PredictStageS(const StageCostFit& fit, double bytes, double pixels, double frames, bool read_stage);
 
 // Rewrites `samples` in place for `spec` (see the header comment). `worker_cost_scale` is the model's
-// (intrinsic / recorded CPU seconds); `warnings` collects extrapolation and assumption notes (each once).
+// (intrinsic / recorded CPU seconds); `warnings` collects extrapolation and assumption notes (each once);
+// `extrapolated` (optional) names each media shape outside the measured range, typed for the planner's
+// interval widening ("data.media.<media>.pixels", "data.media.<media>.frames").
 // InvalidArgument when a media in the spec has no cost model, shares do not sum to 1, or a media
 // needs bytes scaled without a captured bytes_per_pixel.
 Status SynthesizeMedia(const std::map<std::string, MediaCostModel>& models,
                        const std::map<std::string, MediaShapeSpec>& spec, double worker_cost_scale, uint64_t seed,
-                       std::vector<MediaSample>* samples, std::vector<std::string>* warnings);
+                       std::vector<MediaSample>* samples, std::vector<std::string>* warnings,
+                       std::vector<std::string>* extrapolated = nullptr);
 
 }  // namespace simreplay::models

@@ -54,6 +54,9 @@ struct SampleCostTable {
   nlohmann::json manifest = nlohmann::json::object();  // first trace's manifest
   MeasuredRun measured;
   std::vector<std::string> warnings;
+  // Scenario inputs these costs were synthesised beyond the measured range for (typed: the planner
+  // widens intervals from this, never from the warnings' text).
+  std::vector<std::string> extrapolated;
 };
 
 // Reads every trace (streaming) and builds the table. Fails when a trace is invalid or has neither

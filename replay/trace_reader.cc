@@ -35,6 +35,7 @@ Status ParseSample(const JsonFields& f, SampleRecord* r) {
   }
   r->unsplit = stages == "unsplit";
   SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalInt("cpu_ns", &r->cpu_ns));
+  SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalInt("wall_ns", &r->wall_ns));
   SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalString("hash", &r->hash));
   return Status::Ok();
 }

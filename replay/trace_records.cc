@@ -16,6 +16,7 @@ struct ToJsonVisitor {
                         {"height", r.height},         {"frames", r.frames}};
     if (r.unsplit) j["stages"] = "unsplit";
     if (r.cpu_ns >= 0) j["cpu_ns"] = r.cpu_ns;
+    if (r.wall_ns >= 0) j["wall_ns"] = r.wall_ns;
     if (!r.hash.empty()) j["hash"] = r.hash;
     return j;
   }

@@ -34,6 +34,9 @@ struct SampleRecord {
   int64_t frames = 0;
   bool unsplit = false;  // "stages":"unsplit": the whole __getitem__ time is in decode_ns
   int64_t cpu_ns = -1;   // optional: -1 when absent
+  // optional: the whole __getitem__ call's wall time (-1 when absent); it covers work outside the
+  // three stages (the content hash, a collection pause), which cpu_ns also counts
+  int64_t wall_ns = -1;
   std::string hash;      // optional content hash
 };
 

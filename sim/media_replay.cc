@@ -26,7 +26,7 @@ Result<replay::SampleCostTable> ApplyMedia(const replay::SampleCostTable& in, co
   replay::SampleCostTable out = in;
   std::vector<std::string> warnings;
   SIMREPLAY_RETURN_IF_ERROR(
-      models::SynthesizeMedia(*models, spec, model.cpu.worker_cost_scale, seed, &samples, &warnings));
+      models::SynthesizeMedia(*models, spec, model.cpu.worker_cost_scale, seed, &samples, &warnings, &out.extrapolated));
   for (size_t i = 0; i < samples.size(); ++i) {
     const auto& s = samples[i];
     auto& c = out.samples[i];

@@ -190,6 +190,7 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
   point.trace_path = trace;
   point.input.costs = point.costs.get();
   point.warnings = point.costs->warnings;
+  point.extrapolated = point.costs->extrapolated;
   const auto& manifest = point.costs->manifest;
   const auto& model = point.input.model;
 

@@ -35,7 +35,8 @@ struct PreparedPoint {
   std::vector<std::string> warnings;
   // The scenario's parameters that lie outside what its model's traces measured, one entry per
   // "extrapolating:" warning above (num_workers, batch_size, prefetch_factor, oversubscription,
-  // pin_memory, persistent_workers, format): typed, so that a caller never reads the warnings' words.
+  // pin_memory, persistent_workers, format), and the media shapes synthesised beyond the captured
+  // range (data.media.<media>.pixels / .frames): typed, so that a caller never reads the warnings' words.
   std::vector<std::string> extrapolated;
 };
 

@@ -400,6 +400,29 @@ TEST(Calibrate, CpuTimeAboveWallTimeIsContradictory) {
   EXPECT_NE(r.status().message().find("cpu_ns"), std::string::npos) << r.status().message();
 }
 
+// Regression (the held-out video set in the clean-clone CI run of 2026-12-02): a call whose CPU time
+// exceeded its stages' sum but not its own wall time (the content hash and a pause lie outside the
+// stages) was called contradictory and failed calibration. The record's wall_ns is the call's wall.
+TEST(Calibrate, RegressionCpuTimeWithinTheCallsWallTimeIsNotContradictory) {
+  TempDir dir;
+  const std::string path = dir.File("c.jsonl");
+  auto sample = [](int64_t wall_ns, int64_t cpu_ns) {
+    return R"({"type":"sample","rank":0,"epoch":0,"index":1,"batch":0,"worker":0,"t_start_ns":0,"read_ns":90696,)"
+           R"("decode_ns":820842,"augment_ns":786441,"read_bytes":10,"out_bytes":10,"format":"jpeg","width":1,)"
+           R"("height":1,"frames":1,"wall_ns":)" +
+           std::to_string(wall_ns) + R"(,"cpu_ns":)" + std::to_string(cpu_ns) + "}\n";
+  };
+  const std::string header = R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})" "\n";
+  std::ofstream(path) << header << sample(3644199, 3648696);  // the CI run's record
+  auto r = CalibrateTraces({path}, dir.File("m.json"));
+  EXPECT_FALSE(!r.ok() && r.status().message().find("cpu_ns") != std::string::npos) << r.status().message();
+  // CPU time far beyond the call's own wall time is still a contradiction.
+  std::ofstream(path) << header << sample(3644199, 90000000);
+  r = CalibrateTraces({path}, dir.File("m2.json"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cpu_ns"), std::string::npos) << r.status().message();
+}
+
 TEST(Calibrate, OneSampleCalibratesWithLowConfidenceFlags) {
   TempDir dir;
   Known k;

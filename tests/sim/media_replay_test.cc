@@ -44,6 +44,14 @@ TEST(MediaReplay, ScalesImagesAndSaysSo) {
   bool warned = false;
   for (const auto& w : out->warnings) warned |= w.find("extrapolating: media jpeg") != std::string::npos;
   EXPECT_TRUE(warned);
+  // ... and typed, for the planner's interval widening (never read back from the words).
+  EXPECT_EQ(out->extrapolated, std::vector<std::string>{"data.media.jpeg.pixels"});
+  // Within the measured range: nothing extrapolated.
+  models::MediaShapeSpec same;
+  same.scale = 1;
+  auto within = ApplyMedia(f.table, f.model, {{"jpeg", same}}, 1);
+  ASSERT_TRUE(within.ok()) << within.status().message();
+  EXPECT_TRUE(within->extrapolated.empty());
 }
 
 TEST(MediaReplay, NeedsACalibratedModelAndKnownMedia) {
