@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""Markdown tables for docs/validation-log.md from a what-if or remote-storage validation's JSON output,
+so that logged numbers come from the outputs, not from hand copies.
+
+usage: scripts/validation_log_tables.py whatifs  OUT/whatifs.json
+       scripts/validation_log_tables.py remote   OUT/remote.json
+Prints the table, the gate line and the load range to standard output.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Dict, List
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.1f}%"
+
+
+def _runs(xs: List[float]) -> str:
+    return ", ".join(f"{x:.1f}" for x in xs)
+
+
+def whatifs(report: Dict[str, Any]) -> str:
+    lines = [f"Run {report['started']} to {report['finished']}; settings {json.dumps(report['settings'])}.", "",
+             "| case | workers | measured median (runs) | predicted | error | without media probe | load (1 min) |",
+             "|---|---|---|---|---|---|---|"]
+    for name, c in report["cases"].items():
+        without = c.get("predicted_without_media_probe")
+        load = c.get("load_avg_1min") or [0.0]
+        lines.append(f"| {name} | {c['workers']} | {c['measured_median']:.1f} ({_runs(c['measured_samples_per_s'])}) "
+                     f"| {c['predicted']:.1f} | {_pct(c['error_pct'])} | "
+                     f"{'' if without is None else f'{without:.1f}'} | {min(load):.1f}..{max(load):.1f} |")
+    gate = report["gate"]
+    lines += ["", f"Gate (every case within {gate['limit_pct']:g}%): {'PASS' if gate['pass'] else 'FAIL'}"
+              + ("" if gate["pass"] else f" ({', '.join(gate['failing'])})") + "."]
+    return "\n".join(lines)
+
+
+def remote(report: Dict[str, Any]) -> str:
+    lines = [f"Run {report['started']} to {report['finished']}; settings {json.dumps(report['settings'])}.", "",
+             "| first byte (server) | rate per connection | probe: first byte, rate | mode | workers "
+             "| measured median (runs) | predicted | error |",
+             "|---|---|---|---|---|---|---|---|"]
+    failing = 0
+    total = 0
+    for cfg in report["configs"]:
+        probe = cfg["probe"]
+        ptxt = f"{1e3 * probe['first_byte_s']:.1f} ms, {probe['per_connection_bytes_per_s'] / 1e6:.2f} MB/s"
+        for c in cfg["cases"].values():
+            total += 1
+            failing += abs(c["error_pct"]) > report.get("gate", {}).get("limit_pct", 10.0)
+            lines.append(f"| {cfg['first_byte_ms']:g} ms | {cfg['conn_rate_bytes_per_s'] / 1e6:g} MB/s | {ptxt} "
+                         f"| {c['mode']} | {c['workers']} | {c['measured_median']:.1f} "
+                         f"({_runs(c['measured_samples_per_s'])}) | {c['predicted']:.1f} | {_pct(c['error_pct'])} |")
+    gate = report.get("gate", {})
+    lines += ["", f"Gate (every case within {gate.get('limit_pct', 10):g}%): "
+              f"{'PASS' if gate.get('pass') else 'FAIL'}, {failing} of {total} cases outside."]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    if len(sys.argv) != 3 or sys.argv[1] not in ("whatifs", "remote"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    try:
+        with open(sys.argv[2]) as f:
+            report = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"{sys.argv[2]}: {e}", file=sys.stderr)
+        return 3
+    print(whatifs(report) if sys.argv[1] == "whatifs" else remote(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
