@@ -69,7 +69,12 @@ def main() -> int:
     except (OSError, ValueError) as e:
         print(f"{sys.argv[2]}: {e}", file=sys.stderr)
         return 3
-    print(whatifs(report) if sys.argv[1] == "whatifs" else remote(report))
+    try:
+        table = whatifs(report) if sys.argv[1] == "whatifs" else remote(report)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        print(f"{sys.argv[2]}: not a {sys.argv[1]} validation report ({type(e).__name__}: {e})", file=sys.stderr)
+        return 3
+    print(table)
     return 0
 
 

@@ -1,0 +1,57 @@
+"""scripts/validation_log_tables.py: the log's tables come from the harnesses' JSON, numbers unchanged."""
+import json
+import os
+import subprocess
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "validation_log_tables.py")
+
+
+def _run(kind, path):
+    return subprocess.run(["/usr/bin/python3", SCRIPT, kind, str(path)], capture_output=True, text=True)
+
+
+def test_whatif_table_carries_every_case_and_the_gate(tmp_path):
+    report = {"started": "S", "finished": "F", "settings": {"reps": 2},
+              "gate": {"pass": False, "limit_pct": 10.0, "failing": ["size2x-w1 -18.0%"]},
+              "cases": {"base": {"workers": 2, "measured_median": 348.46, "measured_samples_per_s": [348.46, 339.41],
+                                 "predicted": 344.68, "error_pct": -1.0836, "load_avg_1min": [1.2, 1.4]},
+                        "size2x-w1": {"workers": 1, "measured_median": 284.9, "measured_samples_per_s": [284.9],
+                                      "predicted": 233.7, "error_pct": -17.97, "predicted_without_media_probe": 238.2}}}
+    path = tmp_path / "whatifs.json"
+    path.write_text(json.dumps(report))
+    out = _run("whatifs", path)
+    assert out.returncode == 0, out.stderr
+    assert "| base | 2 | 348.5 (348.5, 339.4) | 344.7 | -1.1% |  | 1.2..1.4 |" in out.stdout
+    assert "| size2x-w1 | 1 | 284.9 (284.9) | 233.7 | -18.0% | 238.2 |" in out.stdout
+    assert "FAIL (size2x-w1 -18.0%)" in out.stdout
+
+
+def test_remote_table_counts_cases_outside_the_limit(tmp_path):
+    case = {"mode": "get", "workers": 1, "measured_median": 21.8, "measured_samples_per_s": [21.7, 21.9],
+            "predicted": 21.6, "error_pct": -0.7}
+    bad = dict(case, workers=8, error_pct=25.7, predicted=27.4)
+    report = {"started": "S", "finished": "F", "settings": {}, "gate": {"pass": False, "limit_pct": 10.0},
+              "configs": [{"first_byte_ms": 10.0, "conn_rate_bytes_per_s": 500000,
+                           "probe": {"first_byte_s": 0.0135, "per_connection_bytes_per_s": 5.0e5},
+                           "cases": {"get-w1": case, "get-w8": bad}}]}
+    path = tmp_path / "remote.json"
+    path.write_text(json.dumps(report))
+    out = _run("remote", path)
+    assert out.returncode == 0, out.stderr
+    assert "| 10 ms | 0.5 MB/s | 13.5 ms, 0.50 MB/s | get | 1 | 21.8 (21.7, 21.9) | 21.6 | -0.7% |" in out.stdout
+    assert "FAIL, 1 of 2 cases outside." in out.stdout
+
+
+def test_a_truncated_report_is_one_line_naming_the_file(tmp_path):
+    path = tmp_path / "remote.json"
+    path.write_text('{"configs": [')
+    out = _run("remote", path)
+    assert out.returncode == 3
+    assert out.stderr.startswith(str(path)) and out.stderr.count("\n") == 1
+
+
+def test_a_report_of_another_kind_is_refused(tmp_path):
+    path = tmp_path / "whatifs.json"
+    path.write_text(json.dumps({"started": "S", "finished": "F", "settings": {}, "cases": {"x": {}}}))
+    out = _run("whatifs", path)
+    assert out.returncode == 3 and "not a whatifs validation report" in out.stderr
