@@ -18,6 +18,7 @@ nlohmann::json ContentionEstimate::ToJson() const {
                       {"background_threads", background_threads},
                       {"as_captured_scale", as_captured_scale},
                       {"overhead_factor", overhead_factor},
+                      {"overhead_per_sample_s", overhead_per_sample_s},
                       {"overhead_method", overhead_method},
                       {"samples_with_cpu_ns", samples_with_cpu},
                       {"assumed", assumed},
@@ -45,22 +46,28 @@ ContentionEstimate EstimateContention(const ContentionInput& in) {
   e.busy_loader_threads = in.run_wall_s > 0 ? busy_wall / in.run_wall_s : 0;
   const double cores = in.cores > 0 ? in.cores : 0;
   const double loader_share = (cores > 0 && e.busy_loader_threads > cores) ? cores / e.busy_loader_threads : 1.0;
+  double overhead_cpu_per_sample_s = -1;  // known directly from process CPU; else from the factor below
   if (in.worker_stage_cpu_s > 0 && in.worker_process_cpu_s > 0) {
     e.overhead_factor = std::clamp(in.worker_process_cpu_s / in.worker_stage_cpu_s, 1.0, 3.0);
     e.overhead_method = "worker_process_cpu";
+    if (in.worker_window_samples > 0) {
+      // The same clamp as the factor's: at most twice the stages' own CPU.
+      overhead_cpu_per_sample_s = (e.overhead_factor - 1) * in.worker_stage_cpu_s /
+                                  static_cast<double>(in.worker_window_samples);
+    }
     e.notes.push_back(
         fmt::format("worker processes used {:.3g} s of CPU where the recorded stages account for {:.3g} s: "
-                    "{:.1f}% more, folded into the per-sample cost",
+                    "{:.1f}% more, added to every sample a worker loads",
                     in.worker_process_cpu_s, in.worker_stage_cpu_s, 100 * (e.overhead_factor - 1)));
   } else if (in.cpu_work_per_batch_s > 0 && in.worker_overhead_per_batch_s > 0) {
     e.overhead_method = "batch_span_wall";
     e.overhead_factor = 1.0 + in.worker_overhead_per_batch_s / in.cpu_work_per_batch_s;
     e.notes.push_back(
         fmt::format("workers spend {:.3g} s per batch outside the recorded stages ({:.1f}% of the "
-                    "recorded decode+augment+collate): folded into the per-sample cost",
+                    "recorded decode+augment+collate): added to every sample a worker loads",
                     in.worker_overhead_per_batch_s, 100 * (e.overhead_factor - 1)));
   }
-  e.as_captured_scale = loader_share * e.overhead_factor;
+  e.as_captured_scale = loader_share;
   if (stage_wall <= 0) {
     e.method = "none";
     e.assumed = true;
@@ -72,7 +79,7 @@ ContentionEstimate EstimateContention(const ContentionInput& in) {
   if (e.samples_with_cpu > 0 && stage_wall_with_cpu > 0) {
     e.method = "cpu_ns";
     e.observed_core_share = std::clamp(cpu_in_stage / stage_wall_with_cpu, 1e-3, 1.0);
-    e.intrinsic_scale = e.observed_core_share * e.overhead_factor;
+    e.intrinsic_scale = e.observed_core_share;
     if (static_cast<size_t>(e.samples_with_cpu) < in.samples.size()) {
       e.notes.push_back(fmt::format("cpu_ns recorded for {} of {} samples; the rest assumed alike", e.samples_with_cpu,
                                     in.samples.size()));
@@ -88,11 +95,18 @@ ContentionEstimate EstimateContention(const ContentionInput& in) {
   } else {
     e.method = "fair_share_assumed";
     e.assumed = true;
-    e.intrinsic_scale = loader_share * e.overhead_factor;
+    e.intrinsic_scale = loader_share;
     e.observed_core_share = loader_share;
     e.notes.push_back(
         "no cpu_ns in the trace: intrinsic cost assumes fair sharing of the cores by the loader "
         "threads and no background load");
+  }
+  // Seconds per sample: measured CPU when known, else the factor's share of the mean recorded work.
+  const double samples = static_cast<double>(in.samples.size());
+  if (overhead_cpu_per_sample_s >= 0) {
+    e.overhead_per_sample_s = overhead_cpu_per_sample_s;
+  } else if (samples > 0) {
+    e.overhead_per_sample_s = (e.overhead_factor - 1) * e.intrinsic_scale * (stage_wall + in.collate_s) / samples;
   }
   return e;
 }

@@ -25,8 +25,12 @@
 //     measure: worker process CPU / recorded stage CPU over the worker records' windows (CPU time is
 //     not inflated by waiting for a core). Fallback without enough worker records: per batch, batch
 //     span minus recorded stages plus the gaps between a worker's batches (wall time: overstated on
-//     oversubscribed captures, where waiting for a core looks like overhead). Folded into the
-//     per-sample CPU cost: both scales are multiplied by overhead_factor.
+//     oversubscribed captures, where waiting for a core looks like overhead). Reported as
+//     overhead_factor (worker CPU / stage CPU) and given to the simulator as seconds per sample,
+//     overhead_per_sample_s, added to every sample a worker loads: the work it stands for (the loop,
+//     pickling a fixed-size result, bookkeeping) does not grow with the sample's decode cost, so it is
+//     not folded into the scales (until 2026-12-02 it was, and a what-if with 4x the pixels per image
+//     was charged twice the overhead: docs/validation-log.md, "What-if runs").
 #pragma once
 
 #include <cstdint>
@@ -60,6 +64,7 @@ struct ContentionInput {
   // Contention cannot inflate it (waiting for a core is not CPU time), so it is preferred when known.
   double worker_process_cpu_s = 0;
   double worker_stage_cpu_s = 0;
+  int64_t worker_window_samples = 0;  // samples recorded inside those windows
 };
 
 struct ContentionEstimate {
@@ -68,7 +73,8 @@ struct ContentionEstimate {
   double busy_loader_threads = 0;        // N
   double background_threads = 0;         // other runnable threads on the host (method 3)
   double as_captured_scale = 1.0;        // method 4
-  double overhead_factor = 1.0;          // method 5
+  double overhead_factor = 1.0;          // method 5: worker CPU / recorded stage CPU (reported)
+  double overhead_per_sample_s = 0;      // method 5: -> cpu.worker_overhead_per_sample_s
   std::string overhead_method = "none";  // worker_process_cpu | batch_span_wall | none
   int64_t samples_with_cpu = 0;
   std::string method;  // "cpu_ns" | "fair_share_assumed" | "none"

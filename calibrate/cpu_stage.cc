@@ -288,10 +288,12 @@ ContentionEstimate TraceContention(const TraceData& t) {
     // their windows do not overlap).
     double stage_cpu = 0;
     bool all_have_cpu = true;
+    int64_t window_samples = 0;
     for (const auto& s : t.samples) {
       if (s.worker != first->worker || s.t_start_ns < first->t_ns || s.t_start_ns > last->t_ns) continue;
       if (s.cpu_ns < 0) all_have_cpu = false;
       stage_cpu += s.cpu_ns * kNs;
+      ++window_samples;
     }
     for (const auto& b : t.batches) {
       if (b.worker == first->worker && b.t_ready_ns >= first->t_ns && b.t_ready_ns <= last->t_ns)
@@ -300,6 +302,7 @@ ContentionEstimate TraceContention(const TraceData& t) {
     if (!all_have_cpu || stage_cpu <= 0) continue;
     in.worker_process_cpu_s += (last->cpu_ns - first->cpu_ns) * kNs;
     in.worker_stage_cpu_s += stage_cpu;
+    in.worker_window_samples += window_samples;
   }
   return EstimateContention(in);
 }
@@ -391,6 +394,7 @@ Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nl
     }
     contention.back().intrinsic_scale /= inflation;
     contention.back().as_captured_scale /= inflation;
+    contention.back().overhead_per_sample_s /= inflation;  // process CPU ran under the same slowdown
     busy_cores.push_back(busy);
     nlohmann::json j = contention.back().ToJson();
     j["trace"] = t.path;
@@ -403,9 +407,15 @@ Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nl
   cpu_q["contention"] = per_trace;
   cpu_q["contention_curve"] = curves->report;
   const auto& c0 = contention.front();
-  model.cpu.worker_overhead_factor = c0.overhead_factor;
-  SetProvenance(&model, "cpu.worker_overhead_factor", c0.overhead_method == "none",
-                "worker CPU outside the recorded stages (" + c0.overhead_method + "), " + primary_src);
+  // The overhead is per sample (additive), so the scales hold none of it and inline loading needs no
+  // factor to take it out again.
+  model.cpu.worker_overhead_factor = 1.0;
+  SetProvenance(&model, "cpu.worker_overhead_factor", false,
+                "1: the worker overhead is cpu.worker_overhead_per_sample_s (fit_quality.cpu.contention[] "
+                "reports the factor)");
+  model.cpu.worker_overhead_per_sample_s = c0.overhead_per_sample_s;
+  SetProvenance(&model, "cpu.worker_overhead_per_sample_s", c0.overhead_method == "none",
+                "worker CPU outside the recorded stages per sample (" + c0.overhead_method + "), " + primary_src);
   model.cpu.busy_core_slowdown = busy_cores.front().slowdown;
   SetProvenance(&model, "cpu.busy_core_slowdown", !busy_cores.front().measured,
                 busy_cores.front().note + ", " + primary_src);
@@ -437,9 +447,9 @@ Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nl
   SetProvenance(
       &model, "cpu.worker_cost_scale", c0.assumed,
       std::string(as_captured
-                      ? "as captured: min(1, cores / busy loader threads) x overhead factor (keeps the "
-                        "slowdown from other load during capture), "
-                      : "intrinsic: sum(cpu_ns in decode+augment) / sum(decode+augment wall) x overhead factor, ") +
+                      ? "as captured: min(1, cores / busy loader threads) (keeps the slowdown from other load "
+                        "during capture), "
+                      : "intrinsic: sum(cpu_ns in decode+augment) / sum(decode+augment wall), ") +
           (c0.method == "cpu_ns" ? "" : "fair share of cores assumed (no cpu_ns), ") + primary_src +
           (repetitions_ratio != 1.0
                ? fmt::format(", x {:.4f}: the mean cost level of the repetitions of its configuration", repetitions_ratio)

@@ -31,6 +31,8 @@ const std::vector<NumericParam>& NumericParams() {
       {"cpu", "core_speed_scale", [](ModelParams& m) -> double& { return m.cpu.core_speed_scale; }, true},
       {"cpu", "worker_cost_scale", [](ModelParams& m) -> double& { return m.cpu.worker_cost_scale; }, true},
       {"cpu", "worker_overhead_factor", [](ModelParams& m) -> double& { return m.cpu.worker_overhead_factor; }, true},
+      {"cpu", "worker_overhead_per_sample_s",
+       [](ModelParams& m) -> double& { return m.cpu.worker_overhead_per_sample_s; }, false},
       {"cpu", "main_per_batch_s", [](ModelParams& m) -> double& { return m.cpu.main_per_batch_s; }, false},
       {"cpu", "pin_bytes_per_s", [](ModelParams& m) -> double& { return m.cpu.pin_bytes_per_s; }, true},
       {"cpu", "worker_startup_s", [](ModelParams& m) -> double& { return m.cpu.worker_startup_s; }, false},
@@ -132,7 +134,8 @@ Result<ModelParams> ParseModel(const nlohmann::json& json, const std::string& wh
     SIMREPLAY_RETURN_IF_ERROR(ReadParam(json[p.section], where, full, p.name, &value, &info, &present));
     if (!present) continue;
     if (p.positive && value <= 0) return top.Error(full + " must be > 0");
-    if (std::string(p.section) == "network" && value < 0) return top.Error(full + " must be >= 0");
+    if ((std::string(p.section) == "network" || full == "cpu.worker_overhead_per_sample_s") && value < 0)
+      return top.Error(full + " must be >= 0");
     p.ref(model) = value;
     model.info[full] = info;
   }

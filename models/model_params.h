@@ -20,8 +20,13 @@ struct CpuParams {
   double worker_cost_scale = 1.0;  // per-sample CPU cost in a worker = recorded cost x this (de-contention)
   // The part of worker_cost_scale that is worker-process overhead (IPC, pickling into shared memory,
   // the worker loop): loading inline in the main process (num_workers=0) costs recorded x
-  // worker_cost_scale / worker_overhead_factor.
+  // worker_cost_scale / worker_overhead_factor. Models calibrated before 2026-12-02 only; newer ones
+  // hold 1 here and the overhead in worker_overhead_per_sample_s.
   double worker_overhead_factor = 1.0;
+  // Worker CPU per sample outside the recorded stages (fetch loop, pickling the result into shared
+  // memory, capture bookkeeping), intrinsic seconds: added to every sample a worker loads, whatever its
+  // decode cost (it does not grow with the image; docs/model-format.md, "Calibration method" 4).
+  double worker_overhead_per_sample_s = 0;
   double main_per_batch_s = 0.0005;    // main process per batch: unpickle, rebuild tensors, loop overhead
   double pin_bytes_per_s = 4e9;        // pin thread copy speed into page-locked memory
   double worker_startup_s = 0.08;      // one worker: fork + import + worker_init_fn, paid at (re)start

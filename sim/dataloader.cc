@@ -32,8 +32,13 @@ double DataLoader::CostScale(int track) const {
   return track == kTrackMain ? cpu.worker_cost_scale / cpu.worker_overhead_factor : cpu.worker_cost_scale;
 }
 
+double DataLoader::OverheadPerSample(int track) const {
+  return track == kTrackMain ? 0.0 : input_.model.cpu.worker_overhead_per_sample_s;
+}
+
 FinishedBatch DataLoader::LoadBatch(int track, int64_t epoch, int64_t batch) {
   const double scale = CostScale(track);
+  const double overhead_s = OverheadPerSample(track);
   const double start_s = sg4::Engine::get_clock();
   FinishedBatch done{batch, sampler_.BatchSize(batch), 0, 0};
   const int64_t first = sampler_.FirstOrdinal(epoch, rank_.rank, batch);
@@ -47,7 +52,7 @@ FinishedBatch DataLoader::LoadBatch(int track, int64_t epoch, int64_t batch) {
       double t0 = sg4::Engine::get_clock();
       node_->ReadSample(cost, sampler_.CacheKey(ordinal), epoch);
       double t1 = sg4::Engine::get_clock();
-      node_->Execute((cost.decode_s + cost.augment_s) * scale);
+      node_->Execute((cost.decode_s + cost.augment_s) * scale + overhead_s);
       RecordSample(track, cost, t0, t1, sg4::Engine::get_clock());
       done.bytes += static_cast<double>(cost.out_bytes);
     }
@@ -85,12 +90,13 @@ void DataLoader::LoadBatchAggregated(int track, int64_t epoch, int64_t first, do
   }
   if (aggregate_reads) node_->SleepRecordedReads(read_s, read_bytes);
   const double t1 = sg4::Engine::get_clock();
-  const double work = cpu_s * scale + collate_s;
+  const double sample_cpu_s = cpu_s * scale + OverheadPerSample(track) * static_cast<double>(done->size);
+  const double work = sample_cpu_s + collate_s;
   node_->Execute(work);
   const double t3 = sg4::Engine::get_clock();
   // Counted once the batch is collated (per-sample fidelity counts it before collate: a collate later).
   node_->AddMemory(done->bytes * input_.model.memory.batch_bytes_scale);
-  const double t2 = work > 0 ? t1 + (t3 - t1) * (cpu_s * scale) / work : t1;  // decode+augment end, collate start
+  const double t2 = work > 0 ? t1 + (t3 - t1) * sample_cpu_s / work : t1;  // decode+augment end, collate start
   // Attribute the batch's read and CPU time back to its samples in proportion to their recorded costs.
   double read_at = t0, cpu_at = t1;
   for (int64_t i = 0; i < done->size; ++i) {

@@ -57,6 +57,7 @@ class DataLoader {
   void RecordSample(int track, const replay::SampleCost& cost, double t0, double t1, double t2,
                     double cpu_start_s = -1);
   double CostScale(int track) const;  // recorded CPU cost -> simulated, in a worker or inline
+  double OverheadPerSample(int track) const;  // worker CPU per sample outside its stages; 0 inline
 
   const RankContext& rank_;
   NodeState* node_;

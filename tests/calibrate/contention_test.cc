@@ -52,14 +52,30 @@ TEST(EstimateContention, ReadTimeIsNotCountedAsDecodeCpu) {
   EXPECT_NEAR(e.intrinsic_scale, 0.9, 1e-12);
 }
 
-TEST(EstimateContention, OverheadOutsideStagesIsFoldedIn) {
+// Worker overhead outside the stages is seconds per sample, not a factor on the scales: it does not
+// grow with a sample's decode cost (a 4x-pixel what-if once paid twice the overhead the capture had).
+TEST(EstimateContention, OverheadOutsideStagesIsPerSampleNotInTheScales) {
   ContentionInput in = Busy(1.0, true);
   in.worker_overhead_per_batch_s = 0.002;
   in.cpu_work_per_batch_s = 0.020;
   auto e = EstimateContention(in);
   EXPECT_NEAR(e.overhead_factor, 1.1, 1e-12);
-  EXPECT_NEAR(e.intrinsic_scale, 1.1, 1e-12);
-  EXPECT_NEAR(e.as_captured_scale, 1.1, 1e-12);
+  EXPECT_NEAR(e.intrinsic_scale, 1.0, 1e-12);
+  EXPECT_NEAR(e.as_captured_scale, 1.0, 1e-12);
+  // Fallback (wall per batch): the factor's share of the mean recorded work, 10% of 10 ms.
+  EXPECT_NEAR(e.overhead_per_sample_s, 0.001, 1e-12);
+}
+
+TEST(EstimateContention, ProcessCpuGivesTheOverheadPerSampleDirectly) {
+  ContentionInput in = Busy(1.0, true);
+  in.worker_process_cpu_s = 1.3;  // 1.0 s in the stages + 0.3 s around them, over 100 samples
+  in.worker_stage_cpu_s = 1.0;
+  in.worker_window_samples = 100;
+  auto e = EstimateContention(in);
+  EXPECT_EQ(e.overhead_method, "worker_process_cpu");
+  EXPECT_NEAR(e.overhead_factor, 1.3, 1e-12);
+  EXPECT_NEAR(e.overhead_per_sample_s, 0.003, 1e-12);
+  EXPECT_NEAR(e.intrinsic_scale, 1.0, 1e-12);
 }
 
 TEST(EstimateContention, NothingRecorded) {
