@@ -31,6 +31,11 @@ TEST(ModelParams, RejectsWrongSchemaAndBadValues) {
       << zero.status().message();
   auto neg = ParseModel(nlohmann::json::parse(R"({"schema":"simreplay.model/1","gpu":{"step_time_s":-1}})"), "m.json");
   EXPECT_NE(neg.status().message().find("'step_time_s' must be >= 0"), std::string::npos) << neg.status().message();
+  auto overhead = ParseModel(
+      nlohmann::json::parse(R"({"schema":"simreplay.model/1","cpu":{"worker_overhead_per_sample_s":-0.001}})"),
+      "m.json");
+  EXPECT_NE(overhead.status().message().find("cpu.worker_overhead_per_sample_s must be >= 0"), std::string::npos)
+      << overhead.status().message();
   auto mode =
       ParseModel(nlohmann::json::parse(R"({"schema":"simreplay.model/1","storage":{"mode":"fast"}})"), "m.json");
   EXPECT_NE(mode.status().message().find("mode must be"), std::string::npos);
