@@ -134,8 +134,7 @@ Result<ModelParams> ParseModel(const nlohmann::json& json, const std::string& wh
     SIMREPLAY_RETURN_IF_ERROR(ReadParam(json[p.section], where, full, p.name, &value, &info, &present));
     if (!present) continue;
     if (p.positive && value <= 0) return top.Error(full + " must be > 0");
-    if ((std::string(p.section) == "network" || full == "cpu.worker_overhead_per_sample_s") && value < 0)
-      return top.Error(full + " must be >= 0");
+    if (std::string(p.section) == "network" && value < 0) return top.Error(full + " must be >= 0");
     p.ref(model) = value;
     model.info[full] = info;
   }

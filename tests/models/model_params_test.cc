@@ -34,7 +34,7 @@ TEST(ModelParams, RejectsWrongSchemaAndBadValues) {
   auto overhead = ParseModel(
       nlohmann::json::parse(R"({"schema":"simreplay.model/1","cpu":{"worker_overhead_per_sample_s":-0.001}})"),
       "m.json");
-  EXPECT_NE(overhead.status().message().find("cpu.worker_overhead_per_sample_s must be >= 0"), std::string::npos)
+  EXPECT_NE(overhead.status().message().find("m.json: cpu: field 'worker_overhead_per_sample_s' must be >= 0"), std::string::npos)
       << overhead.status().message();
   auto mode =
       ParseModel(nlohmann::json::parse(R"({"schema":"simreplay.model/1","storage":{"mode":"fast"}})"), "m.json");
