@@ -193,32 +193,44 @@ int RunProbeNetwork(const NetworkProbeArgs& a) {
 }
 
 bool IsHttpUrl(const std::string& s) { return s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0; }
+bool IsS3Url(const std::string& s) { return s.rfind("s3://", 0) == 0; }
 
-// `simreplay probe storage http://HOST/PATH`: an HTTP object store (or web server) is measured by
-// `python3 -m simreplay_capture.probe_http` (first-byte latency, per-connection rate, the connection sweep;
+// How an s3:// object is reached (boto3's options; docs/probe-format.md "S3 through boto3").
+struct S3ProbeArgs {
+  std::string endpoint_url, region;
+  bool no_sign_request = false;
+};
+
+// `simreplay probe storage http://HOST/PATH` or `s3://BUCKET/KEY`: an HTTP object store (or web server) is
+// measured by `python3 -m simreplay_capture.probe_http`, an S3 object through boto3 by
+// `simreplay_capture.probe_s3` (first-byte latency, per-connection rate, the connection sweep;
 // docs/probe-format.md "HTTP store probe"), which writes the document atomically; this checks it and prints
 // the figures. Without --out the document goes to stdout (through a temporary file that is removed).
 int RunProbeHttpStorage(const std::string& url, const std::string& out, bool quick, uint64_t seed,
-                        const std::string& python) {
+                        const std::string& python, const S3ProbeArgs& s3) {
   auto env = CaptureEnvironment();
   if (!env.ok()) {
     std::fprintf(stderr, "%s%s\n", kPrefix, env.status().message().c_str());
     return kExitFailure;
   }
+  const bool is_s3 = IsS3Url(url);
   const std::string path = out.empty() ? ".simreplay-probe-http." + std::to_string(::getpid()) + ".json" : out;
-  std::vector<std::string> argv = {python, "-m", "simreplay_capture.probe_http", url, "--out", path, "--seed",
-                                   std::to_string(seed)};
+  const char* module = is_s3 ? "simreplay_capture.probe_s3" : "simreplay_capture.probe_http";
+  std::vector<std::string> argv = {python, "-m", module, url, "--out", path, "--seed", std::to_string(seed)};
   if (quick) {
     for (const char* a : {"--large-repeats", "1", "--small-requests", "10", "--connections", "1,2,4,8"})
       argv.emplace_back(a);
   }
+  if (!s3.endpoint_url.empty()) argv.insert(argv.end(), {"--endpoint-url", s3.endpoint_url});
+  if (!s3.region.empty()) argv.insert(argv.end(), {"--region", s3.region});
+  if (s3.no_sign_request) argv.emplace_back("--no-sign-request");
   auto run = RunInTerminal(argv, &*env);
   if (!run.ok()) {
     std::fprintf(stderr, "%s%s\n", kPrefix, run.status().message().c_str());
     return kExitFailure;
   }
-  if (*run != 0) {  // probe_http said why on stderr, and wrote nothing
-    std::fprintf(stderr, "%sthe HTTP probe of %s failed (exit %d)\n", kPrefix, url.c_str(), *run);
+  if (*run != 0) {  // the probe said why on stderr, and wrote nothing
+    std::fprintf(stderr, "%sthe %s probe of %s failed (exit %d)\n", kPrefix, is_s3 ? "S3" : "HTTP", url.c_str(), *run);
     return *run == 2 ? kExitUsage : kExitFailure;
   }
   auto doc = ReadJsonFile(path);
@@ -250,11 +262,17 @@ int RunProbeVerb(int argc, char** argv) {
   bool direct = false, quick = false;
   uint64_t seed = 1;
   std::string storage_python = "/usr/bin/python3";
-  storage->add_option("PATH", dir,
-                      "directory on the storage to measure (must be writable), or an http(s):// URL of an object or "
-                      "a dataset root (measured by python3 -m simreplay_capture.probe_http)")
+  storage
+      ->add_option("PATH", dir,
+                   "directory on the storage to measure (must be writable), an http(s):// URL of an object or "
+                   "a dataset root (measured by python3 -m simreplay_capture.probe_http), or s3://BUCKET/KEY "
+                   "(an object, through boto3: simreplay_capture.probe_s3)")
       ->required();
-  storage->add_option("--python", storage_python, "interpreter for an http(s):// URL")->capture_default_str();
+  storage->add_option("--python", storage_python, "interpreter for an http(s):// or s3:// URL")->capture_default_str();
+  S3ProbeArgs s3;
+  storage->add_option("--endpoint-url", s3.endpoint_url, "s3:// only: an S3-compatible endpoint (default AWS's)");
+  storage->add_option("--region", s3.region, "s3:// only: the region (default: boto3's configuration)");
+  storage->add_flag("--no-sign-request", s3.no_sign_request, "s3:// only: unsigned requests (a public bucket)");
   storage->add_option("--out", out, "write the JSON here (atomically) instead of stdout");
   storage->add_option("--size-mb", size_mb, "test file size in MiB (default 256, 64 with --quick)")
       ->check(CLI::Range(4, 1 << 20));
@@ -289,7 +307,11 @@ int RunProbeVerb(int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitUsage;
   }
   if (network->parsed()) return RunProbeNetwork(net);
-  if (IsHttpUrl(dir)) return RunProbeHttpStorage(dir, out, quick, seed, storage_python);
+  if ((!s3.endpoint_url.empty() || !s3.region.empty() || s3.no_sign_request) && !IsS3Url(dir)) {
+    std::fprintf(stderr, "%s--endpoint-url, --region and --no-sign-request apply to s3:// URLs only\n", kPrefix);
+    return kExitUsage;
+  }
+  if (IsHttpUrl(dir) || IsS3Url(dir)) return RunProbeHttpStorage(dir, out, quick, seed, storage_python, s3);
   return RunProbeStorage(dir, out, size_mb, direct, quick, seed);
 }
 

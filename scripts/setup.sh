@@ -29,6 +29,8 @@ packages=(
   # the real HTTP object server of the remote-storage tests and validation (validation/remote/): nginx,
   # and its Lua module for the server-side first-byte latency
   nginx libnginx-mod-http-lua
+  # the S3 probe (simreplay probe storage s3://...: simreplay_capture.probe_s3, through boto3)
+  python3-boto3
 )
 
 missing=()

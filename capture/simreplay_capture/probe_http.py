@@ -28,6 +28,9 @@ times of the small requests), `per_connection` and `connections` (the connection
 `fit.object_store_tier`: the `storage.tiers` entry of an object store with these figures
 (docs/remote-storage.md).
 
+Every document records `endpoint`: {"kind": "http"} here; probe_s3 measures an S3 object through boto3
+with this module's object mode and writes the same document with {"kind": "s3", ...}.
+
 An unreachable URL, a server that closes a connection before the whole body came, or a 4xx/5xx outside
 the sweep: one line on stderr naming the URL, exit 1, nothing written.
 """
@@ -42,7 +45,7 @@ import statistics
 import sys
 import time
 import urllib.parse
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .bench.dataset import http_get, load_manifest
 from .manifest import hardware, versions
@@ -164,13 +167,19 @@ LARGE_MAX_BYTES = 64 << 20
 
 
 def first_byte_summary(requests: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """Median and 90th percentile of the connect and first-byte times of `requests`."""
+    """Median and 90th percentile of the connect and first-byte times of `requests`. The connect and
+    server parts are null when the client does not expose the connect time (boto3: probe_s3)."""
     fb = sorted(r["first_byte_s"] for r in requests)
-    cn = sorted(r["connect_s"] for r in requests)
+    known = [r for r in requests if r.get("connect_s") is not None]
     q = lambda v, p: v[min(len(v) - 1, int(p * len(v)))]  # noqa: E731  nearest rank
-    return {"requests": len(fb), "median_s": statistics.median(fb), "p90_s": q(fb, 0.9), "min_s": fb[0],
-            "connect_median_s": statistics.median(cn),
-            "server_median_s": statistics.median(r["first_byte_s"] - r["connect_s"] for r in requests)}
+    out = {"requests": len(fb), "median_s": statistics.median(fb), "p90_s": q(fb, 0.9), "min_s": fb[0],
+           "connect_median_s": statistics.median(r["connect_s"] for r in known) if known else None,
+           "server_median_s": (statistics.median(r["first_byte_s"] - r["connect_s"] for r in known)
+                               if known else None)}
+    client = [r["client_s"] for r in requests if r.get("client_s") is not None]
+    if client:  # boto3: the time before the request was sent (serialisation, signing)
+        out["client_median_s"] = statistics.median(client)
+    return out
 
 
 def per_connection_rate(requests: List[Dict[str, Any]]) -> float:
@@ -178,7 +187,16 @@ def per_connection_rate(requests: List[Dict[str, Any]]) -> float:
     return sum(r["bytes"] - 1 for r in requests) / sum(max(r["total_s"] - r["first_byte_s"], 1e-9) for r in requests)
 
 
-def connection_sweep(url: str, levels: List[int], per_connection: int, large_bytes: int) -> List[Dict[str, Any]]:
+# A timed GET of one object on a new connection: get(byte_range, max_bytes) -> timed_request's dict, or
+# RequestError. probe_object measures any client through it (timed_request here, boto3 in probe_s3).
+ObjectGet = Callable[[Optional[Tuple[int, int]], int], Dict[str, Any]]
+
+
+def http_object_get(url: str) -> ObjectGet:
+    return lambda byte_range, max_bytes: timed_request(url, byte_range, max_bytes=max_bytes)
+
+
+def connection_sweep(get: ObjectGet, levels: List[int], per_connection: int, large_bytes: int) -> List[Dict[str, Any]]:
     """k connections at once (k threads, each `per_connection` GETs of the object one after another, a new
     connection each): their bytes over the level's wall time, the mean rate of one connection while it
     transfers, and how many GETs were refused (HTTP 503/429: a connection or request limit) or broke."""
@@ -188,7 +206,7 @@ def connection_sweep(url: str, levels: List[int], per_connection: int, large_byt
         out = []
         for _ in range(per_connection):
             try:
-                out.append(timed_request(url, max_bytes=large_bytes))
+                out.append(get(None, large_bytes))
             except RequestError as e:
                 out.append({"error": str(e), "status": e.status})
         return out
@@ -228,36 +246,41 @@ def tier_of(latency_s: float, per_connection: float, limit: Optional[int], usefu
             "max_streams": limit if limit else 0}
 
 
-def probe_object(url: str, seed: int, small: int, large_repeats: int, levels: List[int]) -> Dict[str, Any]:
-    """The object mode (see the module doc)."""
-    head = timed_request(url, (0, 1))
+def probe_object(url: str, seed: int, small: int, large_repeats: int, levels: List[int],
+                 get: Optional[ObjectGet] = None, endpoint: Optional[Dict[str, Any]] = None,
+                 source: str = "probe http") -> Dict[str, Any]:
+    """The object mode (see the module doc), through `get` (default: plain HTTP GETs of `url`);
+    `endpoint` is recorded as the document's `endpoint` (default {"kind": "http"})."""
+    get = get or http_object_get(url)
+    head = get((0, 1), 0)
     size = head["object_bytes"] if head["object_bytes"] is not None else head["bytes"]
     if size < 2 * SMALL_BYTES:
         raise ValueError(f"{url}: the object has {size} bytes; expected at least {2 * SMALL_BYTES} (probe a large "
                          f"object: a shard)")
     rng = random.Random(seed)
-    smalls = [timed_request(url, (rng.randrange(0, size - SMALL_BYTES), SMALL_BYTES)) for _ in range(small)]
+    smalls = [get((rng.randrange(0, size - SMALL_BYTES), SMALL_BYTES), 0) for _ in range(small)]
     large_bytes = min(size, LARGE_MAX_BYTES)
-    larges = [timed_request(url, max_bytes=large_bytes) for _ in range(large_repeats)]
+    larges = [get(None, large_bytes) for _ in range(large_repeats)]
     points = [(r["bytes"], r["total_s"]) for r in smalls + larges]
     result = fit(points, SMALL_BYTES + 1)
     fb = first_byte_summary(smalls)
     per_conn = per_connection_rate(larges)
-    sweep = connection_sweep(url, levels, 2, large_bytes) if levels else []
+    sweep = connection_sweep(get, levels, 2, large_bytes) if levels else []
     cf = connection_fit(sweep) if sweep else {"aggregate_bytes_per_s": per_conn, "useful_concurrency": 1,
                                                "connection_limit": None}
     result.update(cf)
     result["first_byte_s"] = fb["median_s"]
     result["per_connection_bytes_per_s"] = per_conn
     result["object_store_tier"] = tier_of(fb["median_s"], per_conn, cf["connection_limit"], cf["useful_concurrency"])
-    return {"schema": SCHEMA, "url": url, "kind": "object", "object_bytes": size, "fit": result,
+    return {"schema": SCHEMA, "url": url, "kind": "object", "endpoint": endpoint or {"kind": "http"},
+            "object_bytes": size, "fit": result,
             "first_byte": fb, "per_connection": {"requests": len(larges), "bytes_per_s": per_conn},
             "connections": sweep,
             "points": [{"bytes": b, "time_s": t} for b, t in points],
             "aggregate": [],
             "settings": {"seed": seed, "small_requests": small, "small_bytes": SMALL_BYTES,
                          "large_repeats": large_repeats, "large_bytes": large_bytes, "connections": levels},
-            "manifest": {"source": "probe http", "versions": versions(), "hardware": hardware(),
+            "manifest": {"source": source, "versions": versions(), "hardware": hardware(),
                          "command": list(sys.argv)}}
 
 
@@ -292,7 +315,7 @@ def probe(url: str, seed: int, large_repeats: int, streams: List[int]) -> Dict[s
     result["first_byte_s"] = fb["median_s"] if fb else result["latency_s"]
     result["per_connection_bytes_per_s"] = per_conn
     result["object_store_tier"] = tier_of(result["first_byte_s"], per_conn, None, result["useful_concurrency"])
-    return {"schema": SCHEMA, "url": url, "kind": "dataset", "fit": result,
+    return {"schema": SCHEMA, "url": url, "kind": "dataset", "endpoint": {"kind": "http"}, "fit": result,
             "first_byte": fb, "per_connection": {"requests": len(large_requests), "bytes_per_s": per_conn},
             "points": [{"bytes": b, "time_s": t} for b, t in points],
             "aggregate": sweep,
@@ -301,21 +324,20 @@ def probe(url: str, seed: int, large_repeats: int, streams: List[int]) -> Dict[s
                          "command": list(sys.argv)}}
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="probe_http", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("url", help="the dataset root, http://host:port/path")
+def add_object_options(ap: argparse.ArgumentParser) -> None:
+    """The options of the object mode, shared with probe_s3."""
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--large-repeats", type=int, default=2, help="GETs of each tar shard")
-    ap.add_argument("--streams", default="2,4,8",
-                    help="concurrency levels of the aggregate sweep over the tar shards ('' skips it)")
+    ap.add_argument("--large-repeats", type=int, default=2, help="GETs of each tar shard, or of the whole object")
     ap.add_argument("--connections", default="1,2,4,8,16",
                     help="an object URL: connections at once in the connection sweep ('' skips it)")
     ap.add_argument("--small-requests", type=int, default=30, help="an object URL: 4 KiB ranged GETs")
-    args = ap.parse_args(argv)
+
+
+def parse_levels(ap: argparse.ArgumentParser, args: argparse.Namespace, names: List[str]) -> Dict[str, List[int]]:
+    """--streams / --connections as lists of ints in 1..1024, and the counts' ranges (else a usage error)."""
     levels = {}
-    for name in ("streams", "connections"):
+    for name in names:
         text = getattr(args, name)
         try:
             levels[name] = [int(k) for k in text.split(",") if k.strip()]
@@ -325,6 +347,35 @@ def main(argv: Optional[List[str]] = None) -> int:
             ap.error(f"--{name}: expected comma-separated integers in 1..1024, got {text!r}")
     if not 1 <= args.small_requests <= 100000 or not 1 <= args.large_repeats <= 1000:
         ap.error("expected --small-requests in 1..100000 and --large-repeats in 1..1000")
+    return levels
+
+
+def write_doc(doc: Dict[str, Any], out: str) -> None:
+    """The document, atomically: OUT.tmp renamed into place (a failed probe leaves nothing)."""
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, out)
+
+
+def summary_line(doc: Dict[str, Any]) -> str:
+    f = doc["fit"]
+    return (f"latency {f['latency_s'] * 1e3:.2f} ms, bandwidth {f['bytes_per_s'] / 1e6:.2f} MB/s per "
+            f"stream (MAPE {f['mape']:.1%}, {f['small_objects']} small and {f['large_objects']} large objects), "
+            f"aggregate {f['aggregate_bytes_per_s'] / 1e6:.2f} MB/s from {f['useful_concurrency']} stream(s); "
+            f"first byte {f['first_byte_s'] * 1e3:.2f} ms, {f['per_connection_bytes_per_s'] / 1e6:.2f} MB/s per "
+            f"connection" + (f", connection limit {f['connection_limit']}" if f.get("connection_limit") else ""))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="probe_http", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("url", help="the dataset root, http://host:port/path")
+    add_object_options(ap)
+    ap.add_argument("--streams", default="2,4,8",
+                    help="concurrency levels of the aggregate sweep over the tar shards ('' skips it)")
+    args = ap.parse_args(argv)
+    levels = parse_levels(ap, args, ["streams", "connections"])
     if int(os.environ.get("RANK", "0")) != 0:  # under a launcher with several ranks: rank 0 probes
         return 0
     try:
@@ -336,16 +387,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         msg = str(e)
         print(f"probe_http: {msg if msg.startswith(args.url) else args.url + ': ' + msg}", file=sys.stderr)
         return 1
-    tmp = args.out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(tmp, args.out)
-    f = doc["fit"]
-    print(f"probe_http: latency {f['latency_s'] * 1e3:.2f} ms, bandwidth {f['bytes_per_s'] / 1e6:.2f} MB/s per "
-          f"stream (MAPE {f['mape']:.1%}, {f['small_objects']} small and {f['large_objects']} large objects), "
-          f"aggregate {f['aggregate_bytes_per_s'] / 1e6:.2f} MB/s from {f['useful_concurrency']} stream(s); "
-          f"first byte {f['first_byte_s'] * 1e3:.2f} ms, {f['per_connection_bytes_per_s'] / 1e6:.2f} MB/s per "
-          f"connection" + (f", connection limit {f['connection_limit']}" if f.get("connection_limit") else ""))
+    write_doc(doc, args.out)
+    print(f"probe_http: {summary_line(doc)}", file=sys.stderr)  # stdout may carry the document (simreplay probe)
     return 0
 
 

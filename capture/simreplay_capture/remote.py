@@ -12,11 +12,13 @@ recorded into the capture (docs/remote-storage.md, "Loaders").
   ``shard_assignment()`` says which, ``TarShardStream`` warns once per worker left without a shard.
 
 Inside a captured ``__getitem__`` / ``__next__`` every request adds to the sample's notes (the trace's
-``notes``, docs/trace-format.md): ``http_requests``, ``http_bytes``, ``http_first_byte_s`` (sum over the
-sample's requests: from sending the request, or opening the connection when a new one was opened, to
-the first body byte), ``http_connections`` (connections opened) and, for streams, ``shard``. Errors
-(refused, reset, a body cut short, 4xx/5xx, a missing shard) raise ``RemoteReadError`` naming the URL;
-the capture keeps every sample recorded before it (its error record names the URL too).
+``notes``, docs/trace-format.md): ``http_requests``, ``http_bytes`` (the sample's own bytes),
+``http_request_bytes`` (the body length of the requests it started: a stream's whole shard on its first
+sample), ``http_first_byte_s`` (sum over the sample's requests: from sending the request, or opening the
+connection when a new one was opened, to the first body byte), ``http_connections`` (connections opened)
+and, for streams, ``shard``. Errors (refused, reset, a body cut short, 4xx/5xx, a missing shard) raise
+``RemoteReadError`` naming the URL (``error_line`` gives its one line, also from a DataLoader worker); the
+capture keeps every sample recorded before it (its error record names the URL too).
 """
 from __future__ import annotations
 
@@ -43,16 +45,32 @@ class RemoteReadError(IOError):
 _CONNS: Dict[Tuple[int, str, str, Optional[int]], http.client.HTTPConnection] = {}
 
 
-def _add_notes(requests: int, nbytes: int, first_byte_s: float, connections: int, **extra: Any) -> None:
+def _add_notes(requests: int, nbytes: int, first_byte_s: float, connections: int, request_bytes: int = 0,
+               **extra: Any) -> None:
     ctx = sc_ctx._CURRENT
     if ctx is None:
         return
     n = ctx.notes
     n["http_requests"] = n.get("http_requests", 0) + requests
     n["http_bytes"] = n.get("http_bytes", 0) + nbytes
+    n["http_request_bytes"] = n.get("http_request_bytes", 0) + request_bytes
     n["http_first_byte_s"] = n.get("http_first_byte_s", 0.0) + first_byte_s
     n["http_connections"] = n.get("http_connections", 0) + connections
     n.update(extra)
+
+
+def error_line(exc: BaseException) -> str:
+    """A RemoteReadError's one-line message, also when a DataLoader worker raised it: the loader re-raises
+    it in the main process with the worker's whole traceback as its message, whose last line is
+    `simreplay_capture.remote.RemoteReadError: MESSAGE`."""
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    last = lines[-1]
+    for prefix in (f"{RemoteReadError.__module__}.{RemoteReadError.__qualname__}: ", "RemoteReadError: "):
+        if last.startswith(prefix):
+            return last[len(prefix):]
+    return last
 
 
 def _connection(u: urllib.parse.SplitResult, keep_alive: bool, timeout_s: float) -> Tuple[http.client.HTTPConnection, bool]:
@@ -138,20 +156,26 @@ def fetch(url: str, byte_range: Optional[Tuple[int, int]] = None, keep_alive: bo
         os.replace(tmp, path)
         return data
     r, head_s, opened, conn = open_stream(url, byte_range, keep_alive, timeout_s)
+    t_head = time.perf_counter()
+    got = b""
     try:
-        data = r.read()
+        got = r.read(1)  # the first body byte: the request's first-byte latency ends here
+        first_s = head_s + time.perf_counter() - t_head
+        data = got + r.read()
     except (http.client.HTTPException, OSError) as e:
         conn.close()
-        partial = len(getattr(e, "partial", b"") or b"")
-        raise RemoteReadError(f"{url}: the server closed the connection after {partial} bytes of the body") from None
+        partial = len(got) + len(getattr(e, "partial", b"") or b"")
+        more = f" ({e.expected} more expected)" if isinstance(e, http.client.IncompleteRead) and e.expected else ""
+        raise RemoteReadError(f"{url}: the server closed the connection after {partial} bytes of the body{more}") from None
     if not keep_alive:
         conn.close()
+    transferred = len(data)  # the request's bytes: a server without ranges sent the whole object
     if byte_range is not None:
         if r.status != 206:
             data = data[byte_range[0]:byte_range[0] + byte_range[1]]
         if len(data) != byte_range[1]:
             raise RemoteReadError(f"{url}: expected {byte_range[1]} bytes at {byte_range[0]}, got {len(data)}")
-    _add_notes(1, len(data), head_s, int(opened))
+    _add_notes(1, len(data), first_s, int(opened), transferred)
     return data
 
 
@@ -188,6 +212,7 @@ class _CountingReader(io.RawIOBase):
         self.resp, self.url = resp, url
         self.bytes = 0
         self.read_s = 0.0
+        self.first_byte_at: Optional[float] = None  # perf_counter() when the first body byte was in
 
     def readable(self) -> bool:
         return True
@@ -202,7 +227,10 @@ class _CountingReader(io.RawIOBase):
         if n == 0 and self.resp.length:
             raise RemoteReadError(f"{self.url}: the server closed the connection after {self.bytes} bytes "
                                   f"({self.resp.length} more expected)")
-        self.read_s += time.perf_counter() - t
+        t_end = time.perf_counter()
+        self.read_s += t_end - t
+        if n and self.first_byte_at is None:
+            self.first_byte_at = t_end
         self.bytes += n
         return n
 
@@ -238,9 +266,10 @@ class TarShardStream(tud.IterableDataset):
     def _shard(self, url: str) -> Iterator[Any]:
         t0 = time.perf_counter()
         resp, head_s, opened, conn = open_stream(url, timeout_s=self.timeout_s)
+        t_head = time.perf_counter()
         body = _CountingReader(resp, url)
-        first_s = head_s
-        opened_now = int(opened)
+        # the GET's figures go to the shard's first sample: first byte, connection, the shard's length
+        request: Optional[Dict[str, Any]] = {"opened": int(opened), "bytes": resp.length or 0}
         try:
             with tarfile.open(fileobj=io.BufferedReader(body, 1 << 16), mode="r|") as tf:
                 key, members = None, {}
@@ -250,24 +279,28 @@ class TarShardStream(tud.IterableDataset):
                     base = os.path.basename(m.name)
                     k, _, ext = base.partition(".")
                     if key is not None and k != key:
-                        yield self._emit(url, key, members, first_s, opened_now, body, t0)
-                        first_s, opened_now, t0 = 0.0, 0, time.perf_counter()
+                        yield self._emit(url, key, members, request, head_s, t_head, body, t0)
+                        request, t0 = None, time.perf_counter()
                         members = {}
                     key = k
                     f = tf.extractfile(m)
                     members[ext] = f.read() if f is not None else b""
                 if key is not None:
-                    yield self._emit(url, key, members, first_s, opened_now, body, t0)
+                    yield self._emit(url, key, members, request, head_s, t_head, body, t0)
         except tarfile.ReadError as e:
             raise RemoteReadError(f"{url}: not a readable tar stream after {body.bytes} bytes: {e}") from None
         finally:
             conn.close()
 
-    def _emit(self, url: str, key: str, members: Dict[str, bytes], first_s: float, opened: int,
-              body: _CountingReader, t0: float) -> Any:
+    def _emit(self, url: str, key: str, members: Dict[str, bytes], request: Optional[Dict[str, Any]],
+              head_s: float, t_head: float, body: _CountingReader, t0: float) -> Any:
         nbytes = sum(len(v) for v in members.values())
         ctx = sc_ctx._CURRENT
         if ctx is not None:  # the stream time since the previous sample is this sample's read
             ctx.stages["read"] = ctx.stages.get("read", 0) + int((time.perf_counter() - t0) * 1e9)
-        _add_notes(1 if opened or first_s else 0, nbytes, first_s, opened, shard=os.path.basename(url))
+        if request is None:  # a later sample of the shard: its bytes came on the GET already noted
+            _add_notes(0, nbytes, 0.0, 0, shard=os.path.basename(url))
+        else:
+            first_s = head_s + ((body.first_byte_at or t_head) - t_head)
+            _add_notes(1, nbytes, first_s, request["opened"], request["bytes"], shard=os.path.basename(url))
         return self.decode(key, members)

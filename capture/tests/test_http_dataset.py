@@ -59,7 +59,7 @@ def test_probe_http_fits_latency_and_bandwidth(served, tmp_path):
                        env=subprocess_env(), capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     doc = json.load(open(out))
-    assert doc["schema"] == "simreplay.probe-http/1"
+    assert doc["schema"] == "simreplay.probe-http/1" and doc["endpoint"] == {"kind": "http"}
     f = doc["fit"]
     assert f["latency_s"] > 0 and f["bytes_per_s"] > 1e6 and f["large_objects"] >= 2
     assert len(doc["points"]) == f["small_objects"] + f["large_objects"]
@@ -96,3 +96,31 @@ def test_unreachable_store_is_one_line_and_exit_1(tmp_path):
                         "--out", str(tmp_path / "p.json")], env=subprocess_env(), capture_output=True, text=True)
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "probe_http: http://127.0.0.1" in p.stderr
     assert not (tmp_path / "p.json").exists()
+
+
+def test_s3_probe_unreachable_endpoint_bad_url_and_no_credentials(tmp_path):
+    """probe_s3 (boto3): an endpoint nobody answers, a URL that names no object, and a signed request with
+    no credentials anywhere: one line naming the URL (exit 1; a bad URL is a usage error, exit 2), nothing
+    written. The measurement itself against nginx is test_object_server.py (root)."""
+    pytest.importorskip("boto3")
+    out = tmp_path / "p.json"
+    endpoint = f"http://127.0.0.1:{_free_port()}"
+    env = subprocess_env()
+    env.update(HOME=str(tmp_path), AWS_CONFIG_FILE=str(tmp_path / "none"),
+               AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"), AWS_EC2_METADATA_DISABLED="true")
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        env.pop(k, None)
+
+    def probe(*args):
+        return subprocess.run([sys.executable, "-m", "simreplay_capture.probe_s3", *args, "--out", str(out)],
+                              env=env, capture_output=True, text=True, timeout=60)
+    p = probe("s3://bucket/shard.tar", "--endpoint-url", endpoint, "--no-sign-request")
+    assert p.returncode == 1 and p.stderr.count("\n") == 1, p.stderr
+    assert p.stderr.startswith("probe_s3: s3://bucket/shard.tar: EndpointConnectionError")
+    p = probe("s3://bucket/", "--endpoint-url", endpoint)
+    assert p.returncode == 2 and "expected s3://BUCKET/KEY naming one object" in p.stderr
+    p = probe("s3://bucket/shard.tar", "--endpoint-url", endpoint, "--region", "us-east-1")
+    assert p.returncode == 1 and p.stderr.count("\n") == 1, p.stderr
+    assert "NoCredentialsError" in p.stderr and "--no-sign-request" in p.stderr
+    assert not out.exists() and not (tmp_path / "p.json.tmp").exists()
+

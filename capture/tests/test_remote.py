@@ -18,7 +18,7 @@ import torch
 
 from conftest import subprocess_env
 from simreplay_capture import probe_http
-from simreplay_capture.remote import RemoteReadError, TarShardStream, fetch, shard_assignment
+from simreplay_capture.remote import RemoteReadError, TarShardStream, error_line, fetch, shard_assignment
 
 
 def _free_port() -> int:
@@ -88,7 +88,7 @@ def test_a_reader_without_a_shard_warns(shards, monkeypatch):
 
 def test_capture_records_requests_and_keeps_what_it_recorded_before_a_missing_shard(shards, tmp_path):
     import simreplay_capture as sc
-    _, url = shards
+    root, url = shards
     trace = tmp_path / "t.jsonl.gz"
     ds = TarShardStream([f"{url}/shard-0.tar", f"{url}/shard-missing.tar"], _decode)
     with pytest.raises(RemoteReadError, match=r"shard-missing.tar: HTTP 404 .*missing shard"):
@@ -105,6 +105,8 @@ def test_capture_records_requests_and_keeps_what_it_recorded_before_a_missing_sh
     assert notes[0]["http_requests"] == 1 and notes[0]["http_connections"] == 1 and notes[0]["http_first_byte_s"] > 0
     assert all(n["shard"] == "shard-0.tar" for n in notes) and sum(n["http_requests"] for n in notes) == 1
     assert [s["notes"]["http_bytes"] for s in samples] == [4 + 100 * (k + 1) for k in range(5)]
+    # bytes per request: the shard's whole GET, noted on its first sample
+    assert [n["http_request_bytes"] for n in notes] == [os.path.getsize(root / "shard-0.tar")] + [0] * 4
     assert any("shard-missing.tar" in json.dumps(r) for r in recs if r.get("type") != "sample")
 
 
@@ -169,7 +171,7 @@ def test_bench_streams_its_tar_shards(dataset_dir, tmp_path):
 
 def test_cache_directory_fills_on_miss_and_serves_hits(shards, tmp_path):
     from simreplay_capture import context as sc_ctx
-    _, url = shards
+    root, url = shards
     cache = tmp_path / "nvme"
     notes = []
     for _ in range(2):
@@ -182,6 +184,24 @@ def test_cache_directory_fills_on_miss_and_serves_hits(shards, tmp_path):
         notes.append(ctx.notes)
         assert data == b"0100"  # the first member's bytes
     assert notes[0]["http_requests"] == 1 and "http_cache_hits" not in notes[0]
-    assert notes[1] == {"http_requests": 0, "http_bytes": 0, "http_first_byte_s": 0.0, "http_connections": 0,
-                        "http_cache_hits": 1}
+    # http.server ignores Range: the request moved the whole shard, the sample used 4 bytes of it
+    assert notes[0]["http_bytes"] == 4 and notes[0]["http_request_bytes"] == os.path.getsize(root / "shard-1.tar")
+    assert notes[1] == {"http_requests": 0, "http_bytes": 0, "http_request_bytes": 0, "http_first_byte_s": 0.0,
+                        "http_connections": 0, "http_cache_hits": 1}
     assert len(os.listdir(cache)) == 1 and not [f for f in os.listdir(cache) if f.endswith(".tmp")]
+
+
+def test_error_line_is_the_message_also_from_a_dataloader_worker(shards):
+    _, url = shards
+
+    class Missing(torch.utils.data.Dataset):
+        def __len__(self):
+            return 1
+
+        def __getitem__(self, i):
+            return fetch(f"{url}/no-such-shard.tar")
+    with pytest.raises(RemoteReadError) as info:
+        list(torch.utils.data.DataLoader(Missing(), batch_size=None, num_workers=1))
+    assert "Traceback" in str(info.value)  # the worker's traceback is the re-raised message
+    assert error_line(info.value) == f"{url}/no-such-shard.tar: HTTP 404 File not found (missing shard?)"
+    assert error_line(RemoteReadError("x: y")) == "x: y"

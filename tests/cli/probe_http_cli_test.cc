@@ -1,6 +1,6 @@
-// `simreplay probe storage http://...` delegates to python3 -m simreplay_capture.probe_http: a URL nobody
-// answers is one clear error, exit 1, and no output file. (The measurement itself against a real nginx
-// is capture/tests/test_object_server.py.)
+// `simreplay probe storage http://...` delegates to python3 -m simreplay_capture.probe_http (s3:// to
+// probe_s3, through boto3): a URL nobody answers is one clear error, exit 1, and no output file. (The measurement
+// itself against a real nginx is capture/tests/test_object_server.py.)
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -40,6 +40,26 @@ TEST(ProbeStorageHttp, UnreachableUrlIsAClearErrorAndWritesNothing) {
   EXPECT_NE(r.output.find("probe_http: " + url), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("ConnectionRefusedError"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// s3:// goes through boto3 (simreplay_capture.probe_s3): an endpoint nobody answers is the same one line.
+TEST(ProbeStorageHttp, UnreachableS3EndpointIsAClearErrorAndWritesNothing) {
+  const std::filesystem::path out = std::filesystem::path(::testing::TempDir()) / "probe-s3-unreachable.json";
+  std::filesystem::remove(out);
+  const std::string endpoint = "http://127.0.0.1:" + std::to_string(ClosedPort());
+  auto r = RunCli("probe storage s3://bucket/shard-000000.tar --endpoint-url " + endpoint +
+                  " --no-sign-request --quick --out " + out.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("probe_s3: s3://bucket/shard-000000.tar: EndpointConnectionError"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the S3 probe of s3://bucket/shard-000000.tar failed"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(ProbeStorageHttp, S3OptionsOnAPathAreAUsageError) {
+  auto r = RunCli("probe storage /tmp --endpoint-url http://127.0.0.1:1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("apply to s3:// URLs only"), std::string::npos) << r.output;
 }
 
 TEST(ProbeStorageHttp, NotAUrlIsStillADirectory) {

@@ -26,7 +26,8 @@ the server namespace instead of Python's http.server. What each knob is:
 - --max-conns: nginx `limit_conn` on the server: requests in progress beyond it get 503 at once (an
   object store's "slow down"). 0 = unlimited.
 - --req-rate: nginx `limit_req` (requests/s over the server, burst = the rate, no delay): beyond it 503.
-Byte ranges (Range: bytes=a-b -> 206) and keep-alive are nginx's own. The access log (one line per
+Byte ranges (Range: bytes=a-b -> 206) and keep-alive are nginx's own. `GET /_cut/N/PATH` serves PATH
+cut short after N body bytes (the connection dropped mid-body: CUT_BODY_LUA), for the bad-input tests. The access log (one line per
 request: status, bytes sent, request time, connection number and requests on it) is kept in DIR.
 Needs root (namespaces, tc); exit 77 otherwise. Exit code of the CLI: COMMAND's.
 """
@@ -98,6 +99,26 @@ PACED_BODY_LUA = r"""
 """
 
 
+# A body cut short, for the bad-input tests: GET /_cut/N/PATH answers 200 with PATH's whole length as
+# Content-Length (any Range ignored), sends its first N bytes, and drops the connection -- a server or a
+# load balancer that dies mid-body.
+CUT_BODY_LUA = r"""
+      local limit = tonumber(ngx.var[1])
+      local f = io.open(ngx.var.document_root .. ngx.var[2], "rb")
+      if not f then return ngx.exit(404) end
+      local size = f:seek("end")
+      f:seek("set", 0)
+      ngx.status = 200
+      ngx.header["Content-Length"] = size
+      ngx.header["Content-Type"] = "application/octet-stream"
+      local n = math.min(limit, size)
+      if n > 0 then ngx.print(f:read(n)) end
+      f:close()
+      ngx.flush(true)
+      return ngx.exit(ngx.ERROR)
+"""
+
+
 def nginx_conf(prefix: str, root: str, conn_rate: int, max_conns: int, req_rate: float, first_byte_s: float,
                workers: int = 2) -> str:
     lim = []
@@ -142,6 +163,9 @@ http {{
     root {os.path.abspath(root)};
     location / {{
 {body}
+    }}
+    location ~ ^/_cut/(\d+)(/.*)$ {{
+      content_by_lua_block {{{CUT_BODY_LUA}    }}
     }}
   }}
 }}

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import threading
 import time
 from typing import Any, Dict, List, Optional
@@ -235,7 +236,18 @@ def run(args: Any) -> Dict[str, Any]:
 def main_run(args: Any) -> int:
     if not args.no_capture and not args.trace:
         raise SystemExit("run: --trace is required unless --no-capture")
-    s = run(args)
+    try:
+        s = run(args)
+    except OSError as e:
+        from .dataset import is_url
+        if not is_url(args.data):
+            raise
+        # a read over HTTP failed (unreachable, cut short, a missing shard): one line; the capture was
+        # closed on the way out and keeps every sample recorded before it (docs/remote-storage.md)
+        from ..remote import error_line
+        msg = error_line(e)
+        print(f"run: {msg if msg.startswith(args.data) else args.data + ': ' + msg}", file=sys.stderr)
+        return 1
     w = s["data_wait_s"]
     idle = s["gpu_idle_fraction"]
     print(f"{s['kind']}: {s['samples']} samples in {s['wall_s']:.2f}s after {args.warmup_steps} warm-up "
