@@ -288,15 +288,20 @@ class EventSink {
   }
 
   void AddHostToDevice(const json& args, Interval span) {
+    // One copy larger than any device memory (1 TiB) is not a real copy: its bytes are unknown (and
+    // the batch sums cannot overflow; the fuzzer once made one of 9.2e18 bytes wrap negative).
+    constexpr double kMaxCopyBytes = 1099511627776.0;
     HostToDevice copy{span.start_ns, span.end_ns - span.start_ns};
     auto bytes = args.find("bytes");
     auto bandwidth = args.find("memory bandwidth (GB/s)");
-    if (bytes != args.end() && bytes->is_number() && bytes->get<double>() >= 0) {
+    const double from_bandwidth = bandwidth != args.end() && bandwidth->is_number()
+                                      ? bandwidth->get<double>() * static_cast<double>(copy.dur_ns)
+                                      : -1;  // GB/s x ns = bytes (1e9 B/s x 1e-9 s)
+    if (bytes != args.end() && bytes->is_number() && bytes->get<double>() >= 0 &&
+        bytes->get<double>() <= kMaxCopyBytes) {
       copy.bytes = bytes->is_number_integer() ? bytes->get<int64_t>() : std::llround(bytes->get<double>());
-    } else if (bandwidth != args.end() && bandwidth->is_number() && std::isfinite(bandwidth->get<double>()) &&
-               bandwidth->get<double>() >= 0) {
-      // GB/s x ns = bytes (1e9 B/s x 1e-9 s).
-      copy.bytes = std::llround(bandwidth->get<double>() * static_cast<double>(copy.dur_ns));
+    } else if (std::isfinite(from_bandwidth) && from_bandwidth >= 0 && from_bandwidth <= kMaxCopyBytes) {
+      copy.bytes = std::llround(from_bandwidth);
       copy.bytes_derived = true;
     } else {
       copy.bytes_unknown = true;
