@@ -109,6 +109,24 @@ TEST(Simulation, InlineLoadingSkipsWorkerOverhead) {
   EXPECT_NEAR(Simulate(worker)["time_to_first_batch_s"].get<double>(), 0.048, kTol);
 }
 
+TEST(Simulation, WorkerOverheadPerSampleIsFixedAndNotPaidInline) {
+  // 2 ms per sample outside the stages: a worker pays 4 x (10 + 2) ms per batch, 4 x (40 + 2) ms when
+  // decode costs 4x (the overhead does not scale with it); inline loading pays none of it. Both
+  // fidelities (per sample, and the batch as one execution).
+  for (const char* fidelity : {"sample", "batch"}) {
+    for (double decode_s : {0.010, 0.040}) {
+      auto costs = ConstantCosts(8, decode_s);
+      SimInput inline_load = Bare(&costs, 0, 4, 4, 0.0);
+      inline_load.scenario.replay_fidelity = fidelity;
+      inline_load.model.cpu.worker_overhead_per_sample_s = 0.002;
+      EXPECT_NEAR(Simulate(inline_load)["time_to_first_batch_s"].get<double>(), 4 * decode_s, kTol);
+      SimInput worker = inline_load;
+      worker.scenario.loader.num_workers = 1;
+      EXPECT_NEAR(Simulate(worker)["time_to_first_batch_s"].get<double>(), 4 * (decode_s + 0.002), kTol) << fidelity;
+    }
+  }
+}
+
 TEST(Simulation, HeadOfLineBlocking) {
   // 3 workers, batch size 1: batch 0 (worker 0) 1 s, batch 1 (worker 1) 5 s, batch 2 (worker 2) 1 s.
   // Batch 2 is done at t=1 but is delivered only after batch 1 at t=5: the loop then takes it at once
