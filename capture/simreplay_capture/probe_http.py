@@ -367,6 +367,20 @@ def summary_line(doc: Dict[str, Any]) -> str:
             f"connection" + (f", connection limit {f['connection_limit']}" if f.get("connection_limit") else ""))
 
 
+def fail(prog: str, url: str, message: str, hint: str = "") -> int:
+    """One line on stderr naming the URL (once), exit status 1; nothing was written."""
+    msg = " ".join(message.split())  # one line, whatever the library put in its message
+    print(f"{prog}: {msg if msg.startswith(url) else url + ': ' + msg}{hint}", file=sys.stderr)
+    return 1
+
+
+def finish(prog: str, doc: Dict[str, Any], out: str) -> int:
+    """Writes the document and its summary line (stderr: stdout may carry the document, simreplay probe)."""
+    write_doc(doc, out)
+    print(f"{prog}: {summary_line(doc)}", file=sys.stderr)
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="probe_http", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -384,12 +398,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             doc = probe_object(args.url, args.seed, args.small_requests, args.large_repeats, levels["connections"])
     except (OSError, ValueError, KeyError) as e:
-        msg = str(e)
-        print(f"probe_http: {msg if msg.startswith(args.url) else args.url + ': ' + msg}", file=sys.stderr)
-        return 1
-    write_doc(doc, args.out)
-    print(f"probe_http: {summary_line(doc)}", file=sys.stderr)  # stdout may carry the document (simreplay probe)
-    return 0
+        return fail("probe_http", args.url, str(e))
+    return finish("probe_http", doc, args.out)
 
 
 if __name__ == "__main__":

@@ -34,8 +34,8 @@ import time
 import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
-from .probe_http import (ObjectGet, RequestError, add_object_options, parse_levels, probe_object, summary_line,
-                         write_doc)
+from .probe_http import (ObjectGet, RequestError, add_object_options, fail, finish, parse_levels,
+                         probe_object)
 
 
 def parse_s3_url(url: str) -> Tuple[str, str]:
@@ -153,13 +153,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         doc = probe_s3(args.url, args.seed, args.small_requests, args.large_repeats, levels["connections"],
                        args.endpoint_url, args.region, args.no_sign_request, args.addressing_style)
     except (OSError, ValueError, KeyError, BotoCoreError) as e:
-        msg = " ".join(str(e).split())  # one line, whatever botocore put in its message
-        hint = " (or --no-sign-request for a public bucket)" if "NoCredentialsError" in msg else ""
-        print(f"probe_s3: {msg if msg.startswith(args.url) else args.url + ': ' + msg}{hint}", file=sys.stderr)
-        return 1
-    write_doc(doc, args.out)
-    print(f"probe_s3: {summary_line(doc)}", file=sys.stderr)  # stdout may carry the document (simreplay probe)
-    return 0
+        hint = " (or --no-sign-request for a public bucket)" if "NoCredentialsError" in str(e) else ""
+        return fail("probe_s3", args.url, str(e), hint)
+    return finish("probe_s3", doc, args.out)
 
 
 if __name__ == "__main__":
