@@ -18,7 +18,8 @@ using Sign = JsonFields::Sign;
 
 const std::set<std::string> kTopKeys = {"model", "trace",   "data",       "loader",  "hardware",
                                         "train", "replay",  "seed",       "sweep",   "outputs",
-                                        "name",  "cluster", "collective", "storage", "description", "decode"};
+                                        "name",  "cluster", "collective", "storage", "description", "decode",
+                                        "checkpoint"};
 
 Status CheckKnownKeys(const nlohmann::json& object, const std::set<std::string>& known, const JsonFields& f) {
   for (const auto& [key, value] : object.items()) {
@@ -328,6 +329,36 @@ Status ParseStorage(const nlohmann::json& j, const std::string& where, StorageCo
   return GetNonNegative(f, "latency_s", &c->latency_s, 10);
 }
 
+constexpr std::array<const char*, 2> kCheckpointModeNames = {"sync", "async"};
+constexpr std::array<const char*, 3> kCheckpointWriterNames = {"rank0", "per_node", "all_ranks"};
+constexpr std::array<const char*, 2> kCheckpointTargetNames = {"local", "shared"};
+
+// checkpoint: {"every_steps": N, "bytes": B, "mode", "writers", "target", "snapshot_bytes_per_s"}. Parsed
+// after cluster, collective and storage: the defaults of writers and target come from them.
+Status ParseCheckpoint(const nlohmann::json& j, const std::string& where, const Scenario& s, CheckpointConfig* c) {
+  JsonFields f(j, where + ": checkpoint");
+  if (!j.is_object()) return f.Error("must be an object");
+  SIMREPLAY_RETURN_IF_ERROR(
+      CheckKnownKeys(j, {"every_steps", "bytes", "mode", "writers", "target", "snapshot_bytes_per_s"}, f));
+  SIMREPLAY_RETURN_IF_ERROR(f.GetInt("every_steps", &c->every_steps));
+  if (c->every_steps < 1) return f.Error(fmt::format("'every_steps' must be >= 1, found {}", c->every_steps));
+  if (!f.Has("bytes")) return f.Error("missing required field 'bytes'");
+  SIMREPLAY_RETURN_IF_ERROR(GetPositive(f, "bytes", &c->bytes, 1e15));
+  c->writers = s.collective.sharding == Sharding::kFull ? CheckpointWriters::kAllRanks : CheckpointWriters::kRank0;
+  c->target = s.storage.kind == StorageKind::kShared ? CheckpointTarget::kShared : CheckpointTarget::kLocal;
+  SIMREPLAY_RETURN_IF_ERROR(GetEnum(f, "mode", kCheckpointModeNames, &c->mode));
+  SIMREPLAY_RETURN_IF_ERROR(GetEnum(f, "writers", kCheckpointWriterNames, &c->writers));
+  SIMREPLAY_RETURN_IF_ERROR(GetEnum(f, "target", kCheckpointTargetNames, &c->target));
+  if (c->target == CheckpointTarget::kShared && s.storage.kind != StorageKind::kShared) {
+    return f.Error("'target' \"shared\" needs storage.kind \"shared\"");
+  }
+  if (f.Has("snapshot_bytes_per_s") || c->mode == CheckpointMode::kAsync) {
+    if (!f.Has("snapshot_bytes_per_s")) return f.Error("mode \"async\" needs 'snapshot_bytes_per_s'");
+    SIMREPLAY_RETURN_IF_ERROR(GetPositive(f, "snapshot_bytes_per_s", &c->snapshot_bytes_per_s, 1e15));
+  }
+  return Status::Ok();
+}
+
 // Sets a dotted path ("loader.num_workers") inside a JSON object, creating objects on the way.
 Status SetDotted(nlohmann::json* root, const std::string& dotted, const nlohmann::json& value, const JsonFields& f) {
   nlohmann::json* node = root;
@@ -398,6 +429,9 @@ Result<Scenario> ParseScenarioJson(const nlohmann::json& json, const std::string
   if (s.cluster.nodes > 1) s.collective.algorithm = CollectiveAlgorithm::kRing;
   if (json.contains("collective")) SIMREPLAY_RETURN_IF_ERROR(ParseCollective(json["collective"], where, &s.collective));
   if (json.contains("storage")) SIMREPLAY_RETURN_IF_ERROR(ParseStorage(json["storage"], where, &s.storage));
+  if (json.contains("checkpoint")) {
+    SIMREPLAY_RETURN_IF_ERROR(ParseCheckpoint(json["checkpoint"], where, s, &s.checkpoint));
+  }
   if (json.contains("data")) {
     JsonFields d(json["data"], where + ": data");
     SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(json["data"], {"format", "media", "access"}, d));

@@ -97,6 +97,22 @@ struct StorageConfig {
   std::vector<models::StorageTier> tiers;  // storage.tiers, fastest first; empty: the model's storage
 };
 
+// checkpoint: periodic saves of the training state, simulated as storage writes that share the
+// storage with the data loaders' reads (docs/scenario-format.md, "Checkpoints").
+enum class CheckpointMode { kSync, kAsync };
+enum class CheckpointWriters { kRank0, kPerNode, kAllRanks };
+enum class CheckpointTarget { kLocal, kShared };
+
+struct CheckpointConfig {
+  int64_t every_steps = 0;  // 0: no checkpoint section (no saves)
+  double bytes = 0;         // the whole model + optimizer state
+  CheckpointMode mode = CheckpointMode::kSync;
+  CheckpointWriters writers = CheckpointWriters::kRank0;  // default: all_ranks under FSDP, else rank0
+  CheckpointTarget target = CheckpointTarget::kLocal;     // default: shared when storage.kind is shared
+  double snapshot_bytes_per_s = 0;  // async: device-to-host copy rate (required for async)
+  bool enabled() const { return every_steps > 0; }
+};
+
 struct Scenario {
   std::string path;        // the file it came from ("" for inline)
   std::string model_path;  // resolved; may be empty
@@ -114,6 +130,7 @@ struct Scenario {
   ClusterConfig cluster;
   CollectiveConfig collective;
   StorageConfig storage;
+  CheckpointConfig checkpoint;
   uint64_t seed = 0;
   int64_t timeline_max_events = 200000;
   nlohmann::json resolved;  // the scenario as simulated (no sweep), for result.json

@@ -288,6 +288,18 @@ nlohmann::json ClusterMetrics(const SimInput& input, const SimRawStats& s) {
   return j;
 }
 
+// metrics.checkpoint (docs/result-format.md): per-save figures are means over the run's saves.
+nlohmann::json CheckpointMetrics(const CheckpointStats& c) {
+  const double saves = static_cast<double>(std::max<int64_t>(c.saves, 1));
+  nlohmann::json j = nlohmann::json::object();
+  j["saves"] = c.saves;
+  j["stall_s"] = Round9(c.stall_s);
+  j["stall_per_save_s"] = Round9(c.stall_s / saves);
+  j["write_s_per_save"] = Round9(c.write_s / saves);
+  j["bytes_written"] = Round9(c.bytes_written);
+  return j;
+}
+
 }  // namespace
 
 nlohmann::json SummarizeMetrics(const SimInput& input, const SimRawStats& full) {
@@ -320,6 +332,7 @@ nlohmann::json SummarizeMetrics(const SimInput& input, const SimRawStats& full) 
   if (ranks > 1 || input.scenario.storage.kind == scenarios::StorageKind::kShared) {
     m["cluster"] = ClusterMetrics(input, full);
   }
+  if (input.scenario.checkpoint.enabled()) m["checkpoint"] = CheckpointMetrics(full.checkpoint);
   return m;
 }
 

@@ -107,6 +107,10 @@ Platform BuildPlatform(const models::ClusterTopology& topology, const models::Mo
                        const RunConfig& config) {
   Platform p;
   const auto& links = topology.links();
+  const bool checkpoint_to_shared =
+      config.checkpoint.enabled() && config.checkpoint.target == scenarios::CheckpointTarget::kShared;
+  const bool checkpoint_to_disk =
+      config.checkpoint.enabled() && config.checkpoint.target == scenarios::CheckpointTarget::kLocal;
   auto* root_impl = new OnDemandRootZone("cluster", &topology);  // owned by the engine (its root zone)
   sg4::NetZone* root = root_impl->get_iface();
   const int nodes = topology.spec().nodes;
@@ -126,8 +130,10 @@ Platform BuildPlatform(const models::ClusterTopology& topology, const models::Mo
                              ? zones[static_cast<size_t>(from.node)]
                              : root;
     const size_t i = static_cast<size_t>(link.index);
-    if (link.link_class == LinkClass::kPcie) {
+    if (link.link_class == LinkClass::kPcie || (link.link_class == LinkClass::kStorage && checkpoint_to_shared)) {
       // Host-to-device copies go one way: one shared link, as on a single node before clusters existed.
+      // The storage service's bandwidth serves reads and checkpoint writes together (one link for both
+      // directions), so a save slows the loaders' reads; without shared-storage saves nothing goes up it.
       p.up[i] = p.down[i] = zone->create_link(link.name, link.bytes_per_s)->set_latency(link.latency_s);
     } else {
       p.up[i] = zone->create_link(link.name + "_UP", link.bytes_per_s)->set_latency(link.latency_s);
@@ -143,6 +149,8 @@ Platform BuildPlatform(const models::ClusterTopology& topology, const models::Mo
                           config.node_cpu_scale[static_cast<size_t>(n)]);
     hosts.disk = hosts.cpu->create_disk("disk" + std::to_string(n), model.storage.bandwidth_bytes_per_s,
                                         model.storage.bandwidth_bytes_per_s);
+    // A local save writes the disk the loaders read: one device bandwidth for both.
+    if (checkpoint_to_disk) hosts.disk->set_readwrite_bandwidth(model.storage.bandwidth_bytes_per_s);
     hosts.cpu->seal();
     auto* gateway = zone->create_router("node" + std::to_string(n) + "-gw");
     gateways.push_back(gateway);

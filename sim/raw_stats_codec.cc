@@ -9,7 +9,7 @@ namespace simreplay::sim {
 
 // A field added to SimRawStats must be added to both functions below; this trips when the struct
 // changes size so that nobody forgets (x86-64 libstdc++ layout, the one CI builds).
-static_assert(sizeof(void*) != 8 || sizeof(SimRawStats) == 720, "SimRawStats changed: update the codec");
+static_assert(sizeof(void*) != 8 || sizeof(SimRawStats) == 752, "SimRawStats changed: update the codec");
 
 namespace {
 
@@ -74,6 +74,8 @@ std::string EncodeRawStats(const SimRawStats& s) {
     nodes.push_back({Num(n.cpu_busy_core_s), Num(n.storage_busy_s), n.storage_read_bytes, Num(n.peak_host_memory_bytes),
                      Num(n.memory_bytes)});
   }
+  const CheckpointStats& c = s.checkpoint;
+  j["checkpoint"] = {c.saves, Num(c.stall_s), Num(c.write_s), Num(c.bytes_written)};
   nlohmann::json& links = j["link_load"] = nlohmann::json::array();
   for (const LinkClassLoad& l : s.link_load) links.push_back({Num(l.bytes), Num(l.capacity_bytes_per_s), l.links});
   return j.dump();
@@ -121,6 +123,8 @@ Result<SimRawStats> DecodeRawStats(const std::string& text) {
     for (const auto& n : j.at("nodes")) {
       s.nodes.push_back(NodeStats{Dbl(n.at(0)), Dbl(n.at(1)), n.at(2).get<int64_t>(), Dbl(n.at(3)), Dbl(n.at(4))});
     }
+    const auto& c = j.at("checkpoint");
+    s.checkpoint = CheckpointStats{c.at(0).get<int64_t>(), Dbl(c.at(1)), Dbl(c.at(2)), Dbl(c.at(3))};
     const auto& links = j.at("link_load");
     if (links.size() != s.link_load.size()) return Status::Internal("simulation child returned a wrong link_load size");
     for (size_t i = 0; i < s.link_load.size(); ++i) {

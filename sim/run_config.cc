@@ -38,6 +38,7 @@ RunConfig RunConfig::Resolve(const SimInput& in) {
   }
   c.shared_storage = s.storage.kind == scenarios::StorageKind::kShared;
   c.shared_storage_latency_s = s.storage.latency_s;
+  if (!in.pipeline_only) c.checkpoint = s.checkpoint;
   c.nodes_share_cores = s.cluster.nodes_share_cores && c.nodes > 1;
   c.rank_step_scale.assign(static_cast<size_t>(c.ranks), 1.0);
   c.node_cpu_scale.assign(static_cast<size_t>(c.nodes), 1.0);

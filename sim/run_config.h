@@ -35,6 +35,9 @@ struct RunConfig {
   std::vector<double> rank_step_scale;  // per rank: GPU step time factor (stragglers)
   std::vector<double> node_cpu_scale;   // per node: core speed factor (stragglers)
   models::ClusterSpec cluster;          // the topology to build
+  // Checkpoint saves (every_steps 0: none; never in the pipeline-only companion run, which has no
+  // training step to stall).
+  scenarios::CheckpointConfig checkpoint;
 
   static RunConfig Resolve(const SimInput& input);
 };

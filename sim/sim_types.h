@@ -66,6 +66,15 @@ struct LinkClassLoad {
   int links = 0;
 };
 
+// Checkpoint saves (scenario checkpoint section): the stall is what training lost to them, the write
+// time what the storage spent on them (in the background for asynchronous saves).
+struct CheckpointStats {
+  int64_t saves = 0;
+  double stall_s = 0;        // sum over saves of the longest time a rank was held by the save
+  double write_s = 0;        // sum over saves of first write start -> last write end
+  double bytes_written = 0;  // all writers
+};
+
 // Everything measured inside one run, before it is summarised into metrics.
 struct SimRawStats {
   double makespan_s = 0;
@@ -100,6 +109,7 @@ struct SimRawStats {
   double exposed_comm_s = 0;     // sum over ranks
   int64_t per_rank_samples = 0;  // DistributedSampler's samples per rank per epoch
   int64_t batches_per_epoch = 0;
+  CheckpointStats checkpoint;
 };
 
 }  // namespace simreplay::sim

@@ -19,6 +19,7 @@
 #include "common/random.h"
 #include "models/cluster_topology.h"
 #include "scenarios/simulation_budget.h"
+#include "sim/checkpoint.h"
 #include "sim/collectives.h"
 #include "sim/dataloader.h"
 #include "sim/node_state.h"
@@ -77,6 +78,7 @@ class Simulation {
   std::vector<RankContext> ranks_;
   std::vector<std::unique_ptr<DataLoader>> loaders_;
   std::unique_ptr<Collectives> collectives_;
+  std::unique_ptr<CheckpointSaver> checkpoint_;  // when the scenario saves checkpoints
   // CommunicateTogether's step in progress: ranks arrived, the latest entry and bucket ready instants
   // among them, and (once run) when each bucket's collective ended.
   simgrid::s4u::BarrierPtr together_barrier_;
@@ -376,11 +378,17 @@ void Simulation::MainLoop(int r) {
         micro_in_step = 0;
         ++optimizer_steps;
         if (target_steps > 0 && optimizer_steps >= target_steps) done = true;
+        if (checkpoint_ && checkpoint_->DueAfter(optimizer_steps)) {
+          const double save_start_s = sg4::Engine::get_clock();
+          checkpoint_->Save(rank, optimizer_steps);
+          recorder_.Span(r, kTrackMain, "checkpoint save", save_start_s);
+        }
       }
     }
     if (target_epochs > 0 && epoch + 1 >= target_epochs) done = true;
   }
   stats_.makespan_s = std::max(stats_.makespan_s, sg4::Engine::get_clock());
+  if (checkpoint_) checkpoint_->Finish(rank);  // after training's end: the last async write lands
   ++mains_finished_;
 }
 
@@ -452,6 +460,7 @@ Result<SimRawStats> Simulation::Run() {
                                    !options_.full_reference);
     together_barrier_ = sg4::Barrier::create(static_cast<unsigned>(config_.ranks));
   }
+  if (config_.checkpoint.enabled()) checkpoint_ = std::make_unique<CheckpointSaver>(config_, platform_);
   first_batch_s_.assign(static_cast<size_t>(config_.ranks), -1.0);
   // Shared cores carry the host's other processes once.
   for (auto& node : nodes_) {
@@ -465,6 +474,7 @@ Result<SimRawStats> Simulation::Run() {
   engine.run();
   if (mains_finished_ != config_.ranks)
     return Status::Internal("simulation deadlocked: a training loop never finished");
+  if (checkpoint_) checkpoint_->Collect(&stats_.checkpoint);
   stats_.time_to_first_batch_s = *std::max_element(first_batch_s_.begin(), first_batch_s_.end());
   stats_.worker_count = static_cast<double>(in_.scenario.loader.num_workers) * config_.ranks;
   for (int n = 0; n < config_.nodes; ++n) {

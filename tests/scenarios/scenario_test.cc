@@ -256,5 +256,58 @@ TEST(ErrorLine, ScenarioErrorsNameTheLineOfTheOffendingKey) {
       << scenario.status().message();
 }
 
+TEST(Checkpoint, DefaultsFollowTheParallelismAndTheStorage) {
+  auto j = Base();
+  j["checkpoint"] = {{"every_steps", 5}, {"bytes", 1e9}};
+  auto s = ParseScenario(j, "s.json", "/base");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s->checkpoint.enabled());
+  EXPECT_EQ(s->checkpoint.mode, CheckpointMode::kSync);
+  EXPECT_EQ(s->checkpoint.writers, CheckpointWriters::kRank0);  // DDP: one rank saves the replica
+  EXPECT_EQ(s->checkpoint.target, CheckpointTarget::kLocal);
+  j["collective"] = {{"sharding", "full"}};
+  j["storage"] = {{"kind", "shared"}};
+  s = ParseScenario(j, "s.json", "/base");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->checkpoint.writers, CheckpointWriters::kAllRanks);  // FSDP: every rank saves its shard
+  EXPECT_EQ(s->checkpoint.target, CheckpointTarget::kShared);
+  EXPECT_FALSE(ParseScenario(Base(), "s.json", "/base")->checkpoint.enabled());  // no section, no saves
+}
+
+TEST(Checkpoint, RejectsBadSectionsNamingTheField) {
+  auto error = [](const std::string& text) {
+    auto j = Base();
+    j["checkpoint"] = nlohmann::json::parse(text);
+    return ErrorOf(j);
+  };
+  EXPECT_NE(error(R"({"bytes": 1e9})").find("s.json: checkpoint: missing"), std::string::npos);
+  EXPECT_NE(error(R"({"every_steps": 0, "bytes": 1e9})").find("'every_steps' must be >= 1"), std::string::npos);
+  EXPECT_NE(error(R"({"every_steps": 5})").find("missing required field 'bytes'"), std::string::npos);
+  EXPECT_NE(error(R"({"every_steps": 5, "bytes": -1})").find("'bytes' must be in (0"), std::string::npos);
+  EXPECT_NE(error(R"({"every_steps": 5, "bytes": 1, "mode": "lazy"})").find("'mode' must be \"sync\" or \"async\""),
+            std::string::npos);
+  EXPECT_NE(error(R"({"every_steps": 5, "bytes": 1, "writers": "rank1"})").find("'writers' must be"), std::string::npos);
+  EXPECT_NE(error(R"({"every_steps": 5, "bytes": 1, "target": "shared"})").find("needs storage.kind"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"every_steps": 5, "bytes": 1, "mode": "async"})").find("needs 'snapshot_bytes_per_s'"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"every_steps": 5, "bytes": 1, "interval": 3})").find("unknown key 'interval'"), std::string::npos);
+  EXPECT_NE(error("[1]").find("checkpoint: must be an object"), std::string::npos);
+}
+
+TEST(Checkpoint, ErrorsNameTheLineOfTheOffendingKey) {
+  const std::string path = ::testing::TempDir() + "/bad_checkpoint.json";
+  std::ofstream(path) << "{\"model\": \"model.json\",\n"
+                         " \"train\": {\"steps\": 10},\n"
+                         " \"checkpoint\": {\"every_steps\": 5,\n"
+                         "                \"bytes\": 1e9,\n"
+                         "                \"mode\": \"later\"}}\n";
+  auto json = LoadScenarioJson(path);
+  ASSERT_TRUE(json.ok()) << json.status().message();
+  auto scenario = ParseScenario(*json, path, ::testing::TempDir());
+  ASSERT_FALSE(scenario.ok());
+  EXPECT_EQ(scenario.status().message().rfind(path + ":5: checkpoint: 'mode'", 0), 0u) << scenario.status().message();
+}
+
 }  // namespace
 }  // namespace simreplay::scenarios

@@ -34,6 +34,7 @@ TEST(RawStatsCodec, RoundTripsEveryFieldExactly) {
   s.peak_host_memory_bytes = 1e9;
   s.worker_starts = 4;
   s.timeline_truncated = true;
+  s.checkpoint = CheckpointStats{3, 1.0 / 7, 0.1 + 0.7, 3e9};
   auto d = DecodeRawStats(EncodeRawStats(s));
   ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_EQ(d->makespan_s, s.makespan_s);
@@ -58,6 +59,10 @@ TEST(RawStatsCodec, RoundTripsEveryFieldExactly) {
   EXPECT_EQ(d->storage_busy_s, s.storage_busy_s);
   EXPECT_EQ(d->storage_read_bytes, s.storage_read_bytes);
   EXPECT_EQ(d->peak_host_memory_bytes, s.peak_host_memory_bytes);
+  EXPECT_EQ(d->checkpoint.saves, s.checkpoint.saves);
+  EXPECT_EQ(d->checkpoint.stall_s, s.checkpoint.stall_s);
+  EXPECT_EQ(d->checkpoint.write_s, s.checkpoint.write_s);
+  EXPECT_EQ(d->checkpoint.bytes_written, s.checkpoint.bytes_written);
   EXPECT_EQ(d->worker_starts, s.worker_starts);
   EXPECT_EQ(d->timeline_truncated, s.timeline_truncated);
 }

@@ -32,6 +32,10 @@ inline nlohmann::json RawStatsToJson(const SimRawStats& s) {
           {"peak_host_memory_bytes", s.peak_host_memory_bytes},
           {"worker_starts", s.worker_starts},
           {"exposed_comm_s", s.exposed_comm_s},
+          {"checkpoint_saves", s.checkpoint.saves},
+          {"checkpoint_stall_s", s.checkpoint.stall_s},
+          {"checkpoint_write_s", s.checkpoint.write_s},
+          {"checkpoint_bytes_written", s.checkpoint.bytes_written},
           {"rank_gpu_busy_s",
            [&] {
              std::vector<double> v;
