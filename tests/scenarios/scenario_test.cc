@@ -283,7 +283,7 @@ TEST(Checkpoint, RejectsBadSectionsNamingTheField) {
   EXPECT_NE(error(R"({"bytes": 1e9})").find("s.json: checkpoint: missing"), std::string::npos);
   EXPECT_NE(error(R"({"every_steps": 0, "bytes": 1e9})").find("'every_steps' must be >= 1"), std::string::npos);
   EXPECT_NE(error(R"({"every_steps": 5})").find("missing required field 'bytes'"), std::string::npos);
-  EXPECT_NE(error(R"({"every_steps": 5, "bytes": -1})").find("'bytes' must be in (0"), std::string::npos);
+  EXPECT_NE(error(R"({"every_steps": 5, "bytes": -1})").find("field 'bytes' must be"), std::string::npos);
   EXPECT_NE(error(R"({"every_steps": 5, "bytes": 1, "mode": "lazy"})").find("'mode' must be \"sync\" or \"async\""),
             std::string::npos);
   EXPECT_NE(error(R"({"every_steps": 5, "bytes": 1, "writers": "rank1"})").find("'writers' must be"), std::string::npos);

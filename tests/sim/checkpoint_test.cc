@@ -26,7 +26,7 @@ replay::SampleCostTable FreeCosts(int64_t n, int64_t read_bytes = 0) {
 
 // `nodes` x 1 GPU, inline loading, `steps` steps of `step_s`, no gradients to exchange; local disks
 // of 1 GB/s; a checkpoint of `bytes` every `every` steps.
-SimInput Run(const replay::SampleCostTable* costs, int nodes, double step_s, int steps, int every, double bytes) {
+SimInput CheckpointedRun(const replay::SampleCostTable* costs, int nodes, double step_s, int steps, int every, double bytes) {
   SimInput in;
   in.costs = costs;
   in.cpu_cores = 8;
@@ -69,7 +69,7 @@ TEST(Checkpoint, SyncStallIsBytesOverBandwidthWhenUncontended) {
   // 1 node, 10 steps of 0.1 s, 1 GB every 5 steps to a 1 GB/s disk: 2 saves of 1 s each, the run
   // 1 s + 2 x 1 s.
   auto costs = FreeCosts(16);
-  auto r = Simulate(Run(&costs, 1, 0.1, 10, 5, 1e9));
+  auto r = Simulate(CheckpointedRun(&costs, 1, 0.1, 10, 5, 1e9));
   const auto& c = r["metrics"]["checkpoint"];
   EXPECT_EQ(c["saves"].get<int64_t>(), 2);
   EXPECT_NEAR(StallPerSave(r), 1.0, 0.02 * 1.0);
@@ -80,7 +80,7 @@ TEST(Checkpoint, SyncStallIsBytesOverBandwidthWhenUncontended) {
 
 TEST(Checkpoint, NoSectionChangesNothing) {
   auto costs = FreeCosts(16);
-  SimInput in = Run(&costs, 1, 0.1, 10, 5, 1e9);
+  SimInput in = CheckpointedRun(&costs, 1, 0.1, 10, 5, 1e9);
   in.scenario.checkpoint = {};
   auto r = Simulate(in);
   EXPECT_FALSE(r["metrics"].contains("checkpoint"));
@@ -92,7 +92,7 @@ TEST(Checkpoint, AsyncStallsOnlyForTheSnapshot) {
   // The same saves with a 10 GB/s snapshot: each stalls 0.1 s, and the 1 s write runs under the next
   // 5 steps x 2 s of training. The last save's write lands after training ends (not a stall).
   auto costs = FreeCosts(16);
-  SimInput in = Run(&costs, 1, 2.0, 10, 5, 1e9);
+  SimInput in = CheckpointedRun(&costs, 1, 2.0, 10, 5, 1e9);
   auto sync = Simulate(in);
   in.scenario.checkpoint.mode = CheckpointMode::kAsync;
   in.scenario.checkpoint.snapshot_bytes_per_s = 1e10;
@@ -109,7 +109,7 @@ TEST(Checkpoint, AsyncSaveWaitsForThePreviousWrite) {
   // first write (started at 0.6 s, done at 1.6 s; second save due at 1.1 s: 0.5 s wait) then 0.1 s
   // of snapshot. Saves 2..4 stall 0.6 s each, the first 0.1 s: mean (0.1 + 3 x 0.6) / 4 = 0.475 s.
   auto costs = FreeCosts(16);
-  SimInput in = Run(&costs, 1, 0.5, 4, 1, 1e9);
+  SimInput in = CheckpointedRun(&costs, 1, 0.5, 4, 1, 1e9);
   in.scenario.checkpoint.mode = CheckpointMode::kAsync;
   in.scenario.checkpoint.snapshot_bytes_per_s = 1e10;
   auto r = Simulate(in);
@@ -120,7 +120,7 @@ TEST(Checkpoint, ReplicatedRank0VersusShardedAllRanks) {
   // 2 nodes, local disks of 1 GB/s, 1 GB of state. DDP, rank 0 writes all of it: 1 s per save.
   // FSDP, every rank writes its half to its own node's disk, both in parallel: 0.5 s. Ratio 2.
   auto costs = FreeCosts(16);
-  SimInput ddp = Run(&costs, 2, 0.1, 2, 1, 1e9);
+  SimInput ddp = CheckpointedRun(&costs, 2, 0.1, 2, 1, 1e9);
   SimInput fsdp = ddp;
   fsdp.scenario.collective.sharding = scenarios::Sharding::kFull;
   fsdp.scenario.checkpoint.writers = CheckpointWriters::kAllRanks;
@@ -148,7 +148,7 @@ TEST(Checkpoint, AWriteHalvesTheSharedStoresReadRate) {
   // 50 samples of the second hundred take 0.5 s. The second save, after step 200, writes after the
   // training ended. Without saves: 2 s; with them: 2.5 s.
   auto costs = FreeCosts(400, 1'000'000);
-  SimInput in = Run(&costs, 1, 0.0, 200, 100, 5e7);
+  SimInput in = CheckpointedRun(&costs, 1, 0.0, 200, 100, 5e7);
   in.scenario.storage.kind = scenarios::StorageKind::kShared;
   in.scenario.storage.aggregate_bytes_per_s = 1e8;
   in.scenario.storage.latency_s = 0;
@@ -166,7 +166,7 @@ TEST(Checkpoint, AWriteHalvesTheSharedStoresReadRate) {
 
 TEST(Checkpoint, Deterministic) {
   auto costs = FreeCosts(64, 1'000'000);
-  SimInput in = Run(&costs, 2, 0.01, 20, 3, 2e8);
+  SimInput in = CheckpointedRun(&costs, 2, 0.01, 20, 3, 2e8);
   in.scenario.loader.num_workers = 2;
   in.scenario.storage.kind = scenarios::StorageKind::kShared;
   in.scenario.storage.aggregate_bytes_per_s = 1e8;
