@@ -23,17 +23,28 @@ def _runs(xs: List[float]) -> str:
 
 def whatifs(report: Dict[str, Any]) -> str:
     lines = [f"Run {report['started']} to {report['finished']}; settings {json.dumps(report['settings'])}.", "",
-             "| case | workers | measured median (runs) | predicted | error | without media probe | load (1 min) |",
-             "|---|---|---|---|---|---|---|"]
+             "| case | workers | measured median (runs) | spread | predicted | error | without media probe "
+             "| load (1 min) | max foreign CPU, steal | scored |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, c in report["cases"].items():
+        if "skipped" in c:
+            lines.append(f"| {name} | | skipped: {c['skipped']} | | | | | | | |")
+            continue
         without = c.get("predicted_without_media_probe")
         load = c.get("load_avg_1min") or [0.0]
+        noise = [r["noise"] for r in c.get("runs", [])]
+        foreign = (f"{max(n['foreign_cpu_fraction'] for n in noise):.0%}, {max(n['steal_fraction'] for n in noise):.0%}"
+                   if noise else "not recorded")
+        spread = f"{c['spread_pct']:.1f}%" if "spread_pct" in c else ""
         lines.append(f"| {name} | {c['workers']} | {c['measured_median']:.1f} ({_runs(c['measured_samples_per_s'])}) "
-                     f"| {c['predicted']:.1f} | {_pct(c['error_pct'])} | "
-                     f"{'' if without is None else f'{without:.1f}'} | {min(load):.1f}..{max(load):.1f} |")
+                     f"| {spread} | {c['predicted']:.1f} | {_pct(c['error_pct'])} | "
+                     f"{'' if without is None else f'{without:.1f}'} | {min(load):.1f}..{max(load):.1f} | {foreign} "
+                     f"| {'yes' if c.get('scored', True) else 'no (foreign load)'} |")
     gate = report["gate"]
-    lines += ["", f"Gate (every case within {gate['limit_pct']:g}%): {'PASS' if gate['pass'] else 'FAIL'}"
-              + ("" if gate["pass"] else f" ({', '.join(gate['failing'])})") + "."]
+    unscored = gate.get("unscored", [])
+    verdict = ("FAIL (" + ", ".join(gate["failing"]) + ")" if gate["failing"] else
+               "NOT SCORED (" + ", ".join(unscored) + ")" if unscored else "PASS")
+    lines += ["", f"Gate (every case within {gate['limit_pct']:g}%): {verdict}."]
     return "\n".join(lines)
 
 

@@ -3,6 +3,7 @@ None/0/-1 when the file is unreadable (another OS, a process that is gone)."""
 from __future__ import annotations
 
 import os
+import resource
 from typing import Dict, Iterator, List, Optional, Tuple
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -164,6 +165,23 @@ def noise_window(before: Dict[str, float], after: Dict[str, float]) -> Dict[str,
             "steal_fraction": (after["steal_ns"] - before["steal_ns"]) / total,
             "loadavg_before": before["loadavg_1m"], "loadavg_after": after["loadavg_1m"],
             "mhz_before": before["mhz"], "mhz_after": after["mhz"]}
+
+
+def children_cpu_ns() -> int:
+    """User + system CPU of this process's reaped children (resource.RUSAGE_CHILDREN), in ns: the CPU a
+    finished subprocess run (a bench and its loader workers) spent, to tell its own load from foreign."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return int((r.ru_utime + r.ru_stime) * 1e9)
+
+
+def foreign_cpu_fraction(before: Dict[str, float], after: Dict[str, float], own_cpu_ns: float) -> float:
+    """The share of all cores' time between two noise_sample()s that the host spent busy on something
+    other than the run's own processes (own_cpu_ns: their CPU over the same window, e.g. the change in
+    children_cpu_ns() around a subprocess run); steal is not in it (noise_window reports it apart). A
+    quiet machine gives about 0."""
+    total = max(after["total_ns"] - before["total_ns"], 1.0)
+    busy = (after["busy_ns"] - before["busy_ns"]) - (after["steal_ns"] - before["steal_ns"])
+    return max(0.0, (busy - own_cpu_ns) / total)
 
 
 def tree_cpu_ns(pid: int) -> int:

@@ -21,9 +21,29 @@ def test_whatif_table_carries_every_case_and_the_gate(tmp_path):
     path.write_text(json.dumps(report))
     out = _run("whatifs", path)
     assert out.returncode == 0, out.stderr
-    assert "| base | 2 | 348.5 (348.5, 339.4) | 344.7 | -1.1% |  | 1.2..1.4 |" in out.stdout
-    assert "| size2x-w1 | 1 | 284.9 (284.9) | 233.7 | -18.0% | 238.2 |" in out.stdout
+    assert "| base | 2 | 348.5 (348.5, 339.4) |  | 344.7 | -1.1% |  | 1.2..1.4 | not recorded | yes |" in out.stdout
+    assert "| size2x-w1 | 1 | 284.9 (284.9) |  | 233.7 | -18.0% | 238.2 |" in out.stdout
     assert "FAIL (size2x-w1 -18.0%)" in out.stdout
+
+
+def test_whatif_table_shows_spread_noise_and_unscored_cases(tmp_path):
+    quiet = {"foreign_cpu_fraction": 0.02, "steal_fraction": 0.0}
+    busy = {"foreign_cpu_fraction": 0.31, "steal_fraction": 0.04}
+    report = {"started": "S", "finished": "F", "settings": {"reps": 2},
+              "gate": {"pass": False, "limit_pct": 10.0, "failing": [], "unscored": ["half"]},
+              "cases": {"half": {"workers": 2, "measured_median": 300.0, "measured_samples_per_s": [300.0, 306.0],
+                                 "spread_pct": 2.0, "predicted": 303.0, "error_pct": 1.0, "scored": False,
+                                 "load_avg_1min": [1.0, 2.5],
+                                 "runs": [{"noise": quiet}, {"noise": busy}]},
+                        "cold": {"skipped": "drop_caches needs root"}}}
+    path = tmp_path / "whatifs.json"
+    path.write_text(json.dumps(report))
+    out = _run("whatifs", path)
+    assert out.returncode == 0, out.stderr
+    assert "| half | 2 | 300.0 (300.0, 306.0) | 2.0% | 303.0 | +1.0% |  | 1.0..2.5 | 31%, 4% | no (foreign load) |" \
+        in out.stdout
+    assert "| cold | | skipped: drop_caches needs root |" in out.stdout
+    assert "NOT SCORED (half)" in out.stdout
 
 
 def test_remote_table_counts_cases_outside_the_limit(tmp_path):

@@ -35,7 +35,6 @@ env:   SIMREPLAY_BIN (build/simreplay)
 """
 import argparse
 import datetime
-import resource
 import json
 import os
 import shutil
@@ -44,6 +43,10 @@ import subprocess
 import sys
 import time
 from typing import Dict, List, Optional, Tuple
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "capture"))
+from simreplay_capture import procfs  # noqa: E402  (the capture package's one /proc reader)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON = "/usr/bin/python3"
@@ -73,22 +76,6 @@ def log(msg: str) -> None:
     print(f"[advice {datetime.datetime.utcnow():%H:%M:%S}] {msg}", flush=True)
 
 
-def host_counters() -> Tuple[float, int, int, int]:
-    """(1-minute load, steal jiffies, total jiffies, busy jiffies) from /proc."""
-    with open("/proc/loadavg") as f:
-        load = float(f.read().split()[0])
-    with open("/proc/stat") as f:
-        cpu = [int(x) for x in f.readline().split()[1:]]
-    idle = cpu[3] + (cpu[4] if len(cpu) > 4 else 0)  # idle + iowait
-    steal = cpu[7] if len(cpu) > 7 else 0
-    return load, steal, sum(cpu), sum(cpu) - idle - steal
-
-
-def children_cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def bench_cmd(data: str, p: dict, cfg: dict, steps: int, extra: List[str]) -> List[str]:
     cmd = [PYTHON, "-m", "simreplay_capture.bench", "run", "--data", data, "--format", cfg.get("format", "files"),
            "--workers", str(cfg["workers"]), "--batch-size", str(BATCH),
@@ -102,23 +89,21 @@ def bench_cmd(data: str, p: dict, cfg: dict, steps: int, extra: List[str]) -> Li
 
 def run_bench_once(cmd: List[str], summary: str) -> dict:
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture"))
-    load0, steal0, total0, busy0 = host_counters()
-    own0 = children_cpu_s()
+    before, own0 = procfs.noise_sample(), procfs.children_cpu_ns()
     t0 = time.monotonic()
     r = subprocess.run(cmd + ["--summary-json", summary], env=env, capture_output=True, text=True, timeout=600)
     wall = time.monotonic() - t0
-    load1, steal1, total1, busy1 = host_counters()
-    own = children_cpu_s() - own0
+    after, own = procfs.noise_sample(), procfs.children_cpu_ns() - own0
     if r.returncode != 0:
         raise RuntimeError(f"bench failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
     with open(summary) as f:
         s = json.load(f)
-    hz = os.sysconf("SC_CLK_TCK")
-    # CPU the host was busy with beyond this run's own processes (the bench and its workers, reaped).
-    foreign = max(0.0, (busy1 - busy0) / hz - own) / max(1e-9, wall * (os.cpu_count() or 1))
+    noise = procfs.noise_window(before, after)
     return {"throughput": s["throughput_samples_per_s"], "gpu_idle": s.get("gpu_idle_fraction"), "wall_s": wall,
-            "load_before": load0, "load_after": load1,
-            "steal_share": (steal1 - steal0) / max(1, total1 - total0), "foreign_cpu_share": foreign}
+            "load_before": noise["loadavg_before"], "load_after": noise["loadavg_after"],
+            "steal_share": noise["steal_fraction"],
+            # CPU the host was busy with beyond this run's own processes (the bench and its workers, reaped)
+            "foreign_cpu_share": procfs.foreign_cpu_fraction(before, after, own)}
 
 
 def loaded(run: dict) -> bool:
