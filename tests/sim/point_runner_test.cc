@@ -59,7 +59,10 @@ Result<PreparedPoint> PrepareCluster(const nlohmann::json& cluster, const nlohma
   model->network.link_bytes_per_s = 1.2e8;
   model->network.link_latency_s = 1e-4;
   model->network.nominal_link_bytes_per_s = 1.25e8;
-  const std::string path = ::testing::TempDir() + "/point_runner_cluster_model.json";
+  // One file per test: ctest runs this file's tests as parallel processes, and a shared path let one
+  // test read another's half-written model.
+  const std::string path = ::testing::TempDir() + "/point_runner_cluster_model_" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json";
   std::ofstream(path) << models::ModelToJson(*model).dump();
   nlohmann::json j = {{"model", path},       {"loader", {{"num_workers", 1}, {"batch_size", 8}}},
                       {"cluster", cluster},  {"collective", collective},
