@@ -112,10 +112,13 @@ TEST(CheckpointLayout, AsyncIntervalIsBoundedByTheWrite) {
   EXPECT_DOUBLE_EQ(StallOf(LayOutCheckpoint(Inputs(), ExampleScenario(), false, 1, 8, 0.1), run).min_interval_s, 0);
 }
 
-// The checkpoint window of a candidate of `nodes` x `gpus` with 0.1 s steps, simulated in a child.
-CandidateCheckpointRun SimulateWindow(int nodes, int gpus, bool fsdp, const std::string& mode) {
+// The checkpoint window of a candidate of `nodes` x `gpus` with 0.1 s steps, simulated in a child;
+// `storage` replaces the scenario's storage section when given.
+CandidateCheckpointRun SimulateWindow(int nodes, int gpus, bool fsdp, const std::string& mode,
+                                      const nlohmann::json& storage = nullptr) {
   CandidateSimSetup setup;
   setup.scenario_json = ExampleScenario();
+  if (!storage.is_null()) setup.scenario_json["storage"] = storage;
   setup.scenario_path = kScenarioPath;
   setup.nodes = nodes;
   setup.gpus_per_node = gpus;
@@ -148,6 +151,17 @@ TEST(CheckpointWindow, FsdpShardsOnLocalDisksStallNTimesLessThanDdpRank0) {
   // 2 nodes x 2 GPUs: the two shards of a node share its disk, 0.5 GB per disk: 0.5 s, ratio 2.
   const CandidateCheckpointRun fsdp_2x2 = SimulateWindow(2, 2, true, "sync");
   EXPECT_NEAR(fsdp_2x2.stall_per_save_s, 0.5, 0.02);
+}
+
+TEST(CheckpointWindow, OnASharedStoreTheStoreIsTheLimitForEverySharding) {
+  // The same 1 GB to a shared store of 1 GB/s (NICs 50 GB/s by default in the candidate network):
+  // DDP's one writer and FSDP's four quarter-writers both need 1 s, however the bytes are split.
+  // (The example's reads are recorded read times: they do not use the store's bandwidth.)
+  const nlohmann::json store = {{"kind", "shared"}, {"aggregate_bytes_per_s", 1e9}, {"latency_s", 0}};
+  const CandidateCheckpointRun ddp = SimulateWindow(4, 1, false, "sync", store);
+  const CandidateCheckpointRun fsdp = SimulateWindow(4, 1, true, "sync", store);
+  EXPECT_NEAR(ddp.stall_per_save_s, 1.0, 0.03);
+  EXPECT_NEAR(fsdp.stall_per_save_s, 1.0, 0.03);
 }
 
 TEST(CheckpointWindow, AsyncStallIsTheSnapshot) {
