@@ -9,7 +9,7 @@ namespace simreplay::plan {
 
 namespace {
 
-constexpr const char* kCandidateRunSchema = "simreplay.plan-candidate/2";
+constexpr const char* kCandidateRunSchema = "simreplay.plan-candidate/3";
 
 // The scenario's own cluster keys (topology, stragglers) stay; the candidate sets its size and links.
 nlohmann::json ClusterJson(const CandidateSimSetup& setup) {
@@ -31,8 +31,13 @@ double SimulatedBucketBytes(double gradient_bytes, double overlap) {
   return std::max(kDdpBucketBytes, gradient_bytes / kMaxSimulatedBuckets);
 }
 
-Result<scenarios::Scenario> CandidateScenario(const CandidateSimSetup& setup, int64_t steps) {
+namespace {
+
+// The candidate's scenario document for `steps` optimizer steps, without saves (a scenario's own
+// checkpoint section is the plan's to replace: the window below).
+nlohmann::json CandidateJson(const CandidateSimSetup& setup, int64_t steps) {
   nlohmann::json j = setup.scenario_json;
+  j.erase("checkpoint");
   j["hardware"]["gpus"] = setup.gpus_per_node;
   j["cluster"] = ClusterJson(setup);
   const int64_t ranks = static_cast<int64_t>(setup.nodes) * setup.gpus_per_node;
@@ -49,7 +54,98 @@ Result<scenarios::Scenario> CandidateScenario(const CandidateSimSetup& setup, in
   train["steps"] = steps;
   train["step_time_s"] = setup.step_time_s;
   train["dataset_samples"] = setup.dataset_samples;
+  return j;
+}
+
+// The captured model's collective (measured on the capture's own GPUs) does not apply to this cluster.
+void DropCapturedCollective(sim::PreparedPoint* point) {
+  auto& collective = point->input.model.collective;
+  collective.gradient_bytes = 0;
+  collective.time_per_step_s = 0;
+}
+
+}  // namespace
+
+Result<scenarios::Scenario> CandidateScenario(const CandidateSimSetup& setup, int64_t steps) {
+  return scenarios::ParseScenario(CandidateJson(setup, steps), setup.scenario_path,
+                                  scenarios::DirectoryOf(setup.scenario_path));
+}
+
+Result<scenarios::Scenario> CheckpointWindowScenario(const CandidateSimSetup& setup) {
+  const CandidateCheckpoint& c = setup.checkpoint;
+  nlohmann::json j = CandidateJson(setup, kCheckpointWindowSaves * c.every_steps);
+  j["checkpoint"] = {{"every_steps", c.every_steps}, {"bytes", c.bytes},     {"mode", c.mode},
+                     {"writers", c.writers},         {"target", c.target}};
+  if (c.mode == "async") j["checkpoint"]["snapshot_bytes_per_s"] = c.snapshot_bytes_per_s;
   return scenarios::ParseScenario(j, setup.scenario_path, scenarios::DirectoryOf(setup.scenario_path));
+}
+
+Result<sim::PreparedPoint> PrepareCheckpointWindow(const CandidateSimSetup& setup, sim::CostCache* cache) {
+  auto scenario = CheckpointWindowScenario(setup);
+  if (!scenario.ok()) return scenario.status();
+  auto point = sim::PreparePoint(*scenario, cache);
+  if (!point.ok()) return point.status();
+  DropCapturedCollective(&*point);
+  // A local save writes the node disk (sim/checkpoint.h); its bandwidth is the plan's checkpoint write
+  // bandwidth here (model-mode storage reads, where a scenario uses them, read that disk at it too).
+  if (setup.checkpoint.target == "local") {
+    point->input.model.storage.bandwidth_bytes_per_s = setup.checkpoint.local_write_bytes_per_s;
+  }
+  return point;
+}
+
+sim::IsolatedJob MakeCheckpointWindowJob(const sim::PreparedPoint& window) {
+  return [&window]() -> Result<std::string> {
+    auto stats = sim::RunSimulation(window.input);
+    if (!stats.ok()) return stats.status();
+    const sim::CheckpointStats& c = stats->checkpoint;
+    if (c.saves <= 0) return Status::Internal("checkpoint window: no save ran");
+    const double saves = static_cast<double>(c.saves);
+    return nlohmann::json{{"saves", c.saves},
+                          {"stall_per_save_s", c.stall_s / saves},
+                          {"write_s_per_save", c.write_s / saves},
+                          {"bytes_written", c.bytes_written}}
+        .dump();
+  };
+}
+
+namespace {
+
+Result<CandidateCheckpointRun> CheckpointRunFromJson(const nlohmann::json& c) {
+  CandidateCheckpointRun run;
+  if (c.is_null()) return run;
+  for (const char* key : {"saves", "stall_per_save_s", "write_s_per_save", "bytes_written"}) {
+    if (!c.is_object() || !c.contains(key) || !c[key].is_number() || !(c[key].get<double>() >= 0)) {
+      return Status::Corruption(std::string("checkpoint: expected null or {saves, stall_per_save_s, write_s_per_save, "
+                                            "bytes_written} (numbers >= 0), found ") +
+                                c.dump().substr(0, 200));
+    }
+  }
+  run.simulated = true;
+  run.saves = c["saves"].get<int64_t>();
+  run.stall_per_save_s = c["stall_per_save_s"].get<double>();
+  run.write_s_per_save = c["write_s_per_save"].get<double>();
+  run.bytes_written = c["bytes_written"].get<double>();
+  return run;
+}
+
+nlohmann::json CheckpointRunJson(const CandidateCheckpointRun& run) {
+  if (!run.simulated) return nullptr;
+  return {{"saves", run.saves},
+          {"stall_per_save_s", run.stall_per_save_s},
+          {"write_s_per_save", run.write_s_per_save},
+          {"bytes_written", run.bytes_written}};
+}
+
+}  // namespace
+
+Result<CandidateCheckpointRun> ParseCheckpointWindowRun(const Result<std::string>& output) {
+  if (!output.ok()) return output.status();
+  auto j = nlohmann::json::parse(*output, nullptr, false);
+  if (j.is_discarded()) return Status::Internal("checkpoint window: output is not JSON");
+  auto run = CheckpointRunFromJson(j);
+  if (!run.ok()) return Status::Internal("checkpoint window: " + run.status().message());
+  return run;
 }
 
 Result<sim::PreparedPoint> PrepareCandidate(const CandidateSimSetup& setup, int64_t steps, sim::CostCache* cache) {
@@ -57,10 +153,7 @@ Result<sim::PreparedPoint> PrepareCandidate(const CandidateSimSetup& setup, int6
   if (!scenario.ok()) return scenario.status();
   auto point = sim::PreparePoint(*scenario, cache);
   if (!point.ok()) return point.status();
-  // The captured model's collective (measured on the capture's own GPUs) does not apply to this cluster.
-  auto& collective = point->input.model.collective;
-  collective.gradient_bytes = 0;
-  collective.time_per_step_s = 0;
+  DropCapturedCollective(&*point);
   return point;
 }
 
@@ -102,7 +195,8 @@ nlohmann::json CandidateRunJson(const CandidateRun& run) {
           {"metrics",
            {{"collective_s", run.collective_s},
             {"exposed_comm_s", run.exposed_comm_s},
-            {"bottleneck", {{"stage", run.bottleneck_stage}, {"evidence", run.bottleneck_evidence}}}}}};
+            {"bottleneck", {{"stage", run.bottleneck_stage}, {"evidence", run.bottleneck_evidence}}},
+            {"checkpoint", CheckpointRunJson(run.checkpoint)}}}};
 }
 
 Result<CandidateRun> CandidateRunFromJson(const nlohmann::json& j) {
@@ -134,6 +228,10 @@ Result<CandidateRun> CandidateRunFromJson(const nlohmann::json& j) {
   run.exposed_comm_s = m["exposed_comm_s"].get<double>();
   run.bottleneck_stage = m["bottleneck"]["stage"].get<std::string>();
   run.bottleneck_evidence = m["bottleneck"]["evidence"].get<std::string>();
+  if (!m.contains("checkpoint")) return Status::Corruption("metrics: expected checkpoint (null or an object), found none");
+  auto checkpoint = CheckpointRunFromJson(m["checkpoint"]);
+  if (!checkpoint.ok()) return checkpoint.status();
+  run.checkpoint = *checkpoint;
   return run;
 }
 

@@ -42,6 +42,11 @@ Goodput ComputeGoodput(const GoodputInput& in) {
   g.optimal_interval_s = FindOptimalIntervalS(delta, m);
   double tau = in.auto_interval ? g.optimal_interval_s : in.every_s;
   if (!std::isfinite(tau)) tau = in.work_s;  // no failures: one save at the end is as good as any
+  g.min_interval_s = in.min_interval_s;
+  if (tau < in.min_interval_s) {
+    tau = in.min_interval_s;
+    g.interval_bounded = true;
+  }
   g.checkpoint_interval_s = tau;
   const double segments = tau > 0 ? in.work_s / tau : 0;  // n: tau = 0 means continuous free saves (delta = 0)
   g.checkpoints = delta > 0 ? segments : 0;

@@ -17,6 +17,9 @@ struct GoodputInput {
   double restart_s = 0;           // R: failure to training again, checkpoint read included
   bool auto_interval = true;      // tau = the interval minimising the exact wall time
   double every_s = 0;             // tau when not auto
+  // The shortest interval allowed (asynchronous saves: one save's write time, since a save cannot start
+  // before the previous write ended). W has one minimum in tau, so the bounded optimum is the bound.
+  double min_interval_s = 0;
 };
 
 struct Goodput {
@@ -26,6 +29,8 @@ struct Goodput {
   double checkpoint_interval_s = 0;  // tau used (the optimum for "auto")
   double young_interval_s = 0;       // sqrt(2 delta M) (Young 1974), for reference
   double optimal_interval_s = 0;     // argmin of the exact wall time (FindOptimalIntervalS)
+  double min_interval_s = 0;         // the lower bound on tau (GoodputInput::min_interval_s)
+  bool interval_bounded = false;     // tau was raised to min_interval_s
   double checkpoints = 0;            // work / tau completed saves
   double checkpoint_s = 0;           // their stalls
   double failures = 0;               // expected interruptions: wall / M

@@ -112,6 +112,25 @@ json RowJson(const PlanOutcome& o, const CandidateRow& r) {
                     {"restart_total_s", Num(r.goodput.restart_total_s)},
                     {"feasible", r.goodput.feasible},
                     {"note", r.goodput.note}};
+    // The stall per save goodput took and where it came from (docs/planning.md, "Checkpoint stall").
+    const CheckpointLayout& cl = r.checkpoint_layout;
+    j["checkpoint"] = {{"mode", cl.sim.mode},
+                       {"writers", cl.sim.writers},
+                       {"writer_count", cl.writers},
+                       {"target", cl.sim.target},
+                       {"bytes_per_writer", Num(cl.bytes_per_writer)},
+                       {"stall_per_save_s", Num(r.checkpoint.per_save.value)},
+                       {"status", r.checkpoint.per_save.status},
+                       {"source", r.checkpoint.per_save.source},
+                       {"closed_form_stall_s", Num(r.checkpoint.closed_form_s)},
+                       {"write_s_per_save", Num(r.checkpoint.write_s)},
+                       {"window_interval_steps", cl.sim.simulate ? json(cl.sim.every_steps) : json(nullptr)},
+                       {"min_interval_s", Num(r.checkpoint.min_interval_s)},
+                       {"interval_bounded", r.goodput.interval_bounded},
+                       {"interval_rule", r.checkpoint.rule}};
+    j["checkpoint_stall_s"] = Num(r.checkpoint.per_save.value);
+    j["checkpoint_stall_status"] = r.checkpoint.per_save.status;
+    j["checkpoint_closed_form_s"] = Num(r.checkpoint.closed_form_s);
     j["goodput_fraction"] = Num(r.goodput.goodput_fraction);
     j["checkpoint_interval_s"] = Num(r.goodput.checkpoint_interval_s);
     j["training_days"] = Num(r.budget.training_s / kSecondsPerDay);
@@ -471,6 +490,9 @@ std::string PlanCsv(const PlanOutcome& o) {
                                    "scaling_efficiency",
                                    "goodput_fraction",
                                    "checkpoint_interval_s",
+                                   "checkpoint_stall_s",
+                                   "checkpoint_stall_status",
+                                   "checkpoint_closed_form_s",
                                    "training_days",
                                    "total_days",
                                    "total_days_low",
@@ -543,7 +565,8 @@ std::string PlanHtml(const PlanOutcome& o) {
   html += "<p id=\"render-check\">render-check: not run (scripts disabled?)</p>\n";
   html +=
       "<h2>Candidates</h2>\n<table><tr><th>gpu</th><th>nodes</th><th>GPUs</th><th>sharding</th><th>memory GB</th>"
-      "<th>samples/s</th><th>efficiency</th><th>goodput</th><th>checkpoint every</th><th>training days</th>"
+      "<th>samples/s</th><th>efficiency</th><th>goodput</th><th>checkpoint every</th>"
+      "<th>save stall (closed form)</th><th>training days</th>"
       "<th>total days (interval)</th><th>GPU-hours</th><th>cost</th>";
   for (double d : o.spec.reservation.days) {
     html += fmt::format("<th>fits {:g} d (P >= {:g})</th>", d, o.spec.reservation.probability);
@@ -555,14 +578,15 @@ std::string PlanHtml(const PlanOutcome& o) {
                         r.memory.usable_bytes / 1e9);
     if (r.simulated) {
       html += fmt::format(
-          "<td>{:.1f}</td><td>{:.0f}%</td><td>{:.1f}%</td><td>{:.0f} s</td><td>{:.2f}</td><td>{:.2f} "
-          "({:.2f}-{:.2f})</td>"
+          "<td>{:.1f}</td><td>{:.0f}%</td><td>{:.1f}%</td><td>{:.0f} s</td><td>{:.3g} s {} ({:.3g} s)</td>"
+          "<td>{:.2f}</td><td>{:.2f} ({:.2f}-{:.2f})</td>"
           "<td>{:.0f}</td><td>{:.0f}</td>",
           r.throughput_samples_per_s, 100 * r.scaling_efficiency, 100 * r.goodput.goodput_fraction,
-          r.goodput.checkpoint_interval_s, r.budget.training_s / kSecondsPerDay, r.budget.total_s() / kSecondsPerDay,
+          r.goodput.checkpoint_interval_s, r.checkpoint.per_save.value, HtmlEscape(r.checkpoint.per_save.status),
+          r.checkpoint.closed_form_s, r.budget.training_s / kSecondsPerDay, r.budget.total_s() / kSecondsPerDay,
           r.budget_low.total_s() / kSecondsPerDay, r.budget_high.total_s() / kSecondsPerDay, r.gpu_hours, r.cost);
     } else {
-      html += "<td colspan=8 class=l>does not fit in GPU memory: " + HtmlEscape(r.memory.breakdown) + "</td>";
+      html += "<td colspan=9 class=l>does not fit in GPU memory: " + HtmlEscape(r.memory.breakdown) + "</td>";
     }
     for (size_t s = 0; s < r.fits_slot.size(); ++s) {
       const std::string p = r.simulated && s < r.reservation_high.p_within.size()

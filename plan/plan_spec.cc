@@ -112,7 +112,8 @@ Status ParseJob(const PlanReader& r, const json& j, PlanSpec* plan) {
   const json& c = j["checkpoint"];
   auto& ck = plan->checkpoint;
   SIMREPLAY_RETURN_IF_ERROR(
-      r.Keys(c, "/job/checkpoint", {"every_s", "write_bytes_per_s", "read_bytes_per_s", "bytes"}));
+      r.Keys(c, "/job/checkpoint",
+             {"every_s", "write_bytes_per_s", "read_bytes_per_s", "bytes", "mode", "snapshot_bytes_per_s", "writers"}));
   if (c.contains("every_s") && c["every_s"].is_string()) {
     if (c["every_s"] != "auto") {
       return r.Error(
@@ -126,6 +127,12 @@ Status ParseJob(const PlanReader& r, const json& j, PlanSpec* plan) {
   SIMREPLAY_RETURN_IF_ERROR(r.Number(c, "/job/checkpoint", "write_bytes_per_s", &ck.write_bytes_per_s, true, 1, 1e15));
   SIMREPLAY_RETURN_IF_ERROR(r.Number(c, "/job/checkpoint", "read_bytes_per_s", &ck.read_bytes_per_s, true, 1, 1e15));
   SIMREPLAY_RETURN_IF_ERROR(r.Number(c, "/job/checkpoint", "bytes", &ck.bytes, false, 0, 1e18));
+  ck.mode_given = c.contains("mode");
+  SIMREPLAY_RETURN_IF_ERROR(r.String(c, "/job/checkpoint", "mode", &ck.mode, false, {"sync", "async"}));
+  SIMREPLAY_RETURN_IF_ERROR(r.Number(c, "/job/checkpoint", "snapshot_bytes_per_s", &ck.snapshot_bytes_per_s, false, 1,
+                                     1e15, &ck.snapshot_given));
+  ck.writers_given = c.contains("writers");
+  SIMREPLAY_RETURN_IF_ERROR(r.String(c, "/job/checkpoint", "writers", &ck.ddp_writers, false, {"rank0", "per_node"}));
 
   if (j.contains("phases")) {
     const json& ph = j["phases"];

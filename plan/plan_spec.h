@@ -85,7 +85,26 @@ struct CheckpointSpec {
   double write_bytes_per_s = 0;
   double read_bytes_per_s = 0;
   double bytes = 0;  // 0: parameters x (state bytes per parameter without gradients)
+  // How a save runs (docs/planning.md, "Checkpoint stall"): "sync" (training waits for the write) or
+  // "async" (training waits for a device-to-host snapshot at snapshot_bytes_per_s per writer, the
+  // write runs behind it, as torch.distributed.checkpoint.async_save).
+  std::string mode = "sync";
+  bool mode_given = false;
+  double snapshot_bytes_per_s = 0;  // 0: kDefaultSnapshotBytesPerS (assumed)
+  bool snapshot_given = false;
+  // Who writes a DDP (replicated) checkpoint: "rank0" (default) or "per_node"; FSDP: every rank its shard.
+  std::string ddp_writers = "rank0";
+  bool writers_given = false;
 };
+
+// The default device-to-host snapshot rate of one writer for asynchronous saves, assumed:
+// torch.distributed.checkpoint.async_save first copies (stages) the state to CPU memory, over the GPU's
+// PCIe link; PCIe Gen4 x16 carries 32 GB/s per direction nominal (PCI-SIG), and a node's 8 GPUs
+// staging at once share the host's memory bandwidth, so a third of the nominal rate is taken.
+inline constexpr double kDefaultSnapshotBytesPerS = 10e9;
+inline constexpr const char* kDefaultSnapshotSource =
+    "default: torch.distributed.checkpoint.async_save stages the state to CPU memory over PCIe (Gen4 x16: 32 GB/s "
+    "per direction nominal, PCI-SIG); a third of it assumed for 8 GPUs staging at once into pageable host memory";
 
 struct PhasesSpec {
   double download_bytes = 0, download_bytes_per_s = 0;

@@ -257,6 +257,15 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const PreflightUse& prefl
     }
     if (preflight->peak_memory_bytes && preflight_gpu) peak_memory = *preflight->peak_memory_bytes;
   }
+  {
+    CheckpointInputs& ck = setup.checkpoint_inputs;
+    ck.bytes = checkpoint_bytes;
+    ck.write_bytes_per_s = write_bps;
+    ck.mode = spec.checkpoint.mode;
+    ck.snapshot_bytes_per_s =
+        spec.checkpoint.snapshot_given ? spec.checkpoint.snapshot_bytes_per_s : kDefaultSnapshotBytesPerS;
+    ck.ddp_writers = spec.checkpoint.ddp_writers;
+  }
   // The evaluation pass: the plan file's when stated, else what a GPU preflight timed (a CPU
   // preflight's evaluation time says nothing about the GPU's, like its step time).
   setup.eval_duration_s = spec.eval.duration_s;
@@ -311,12 +320,23 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const PreflightUse& prefl
           candidate.gradient_bytes = gradient_bytes;
           candidate.fsdp = sharding == "fsdp";
           candidate.network = CandidateNetworkOf(spec.network, *catalogue.Find(gpu));
+          row.checkpoint_layout = LayOutCheckpoint(setup.checkpoint_inputs, steps[gpu].scenario_json,
+                                                   sharding == "fsdp", n, gpn, row.compute_s_per_step);
+          candidate.checkpoint = row.checkpoint_layout.sim;
           // A cluster the simulator cannot hold is bad input now, in one line, not a failed point later.
           auto held = CandidateScenario(candidate, std::min(row.total_steps, spec.simulation.max_steps));
           if (!held.ok()) {
             return Status::InvalidArgument(fmt::format("{}: candidate {} x {} node{} ({}) cannot be simulated: {}",
                                                        spec.path, gpu, n, n == 1 ? "" : "s", sharding,
                                                        held.status().message()));
+          }
+          if (candidate.checkpoint.simulate) {
+            auto window = CheckpointWindowScenario(candidate);
+            if (!window.ok()) {
+              return Status::InvalidArgument(
+                  fmt::format("{}: candidate {} x {} node{} ({}): its checkpoint saves cannot be simulated: {}",
+                              spec.path, gpu, n, n == 1 ? "" : "s", sharding, window.status().message()));
+            }
           }
           setup.point_rows.push_back(out.rows.size());
           setup.sims.push_back(std::move(candidate));
@@ -387,6 +407,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
     row.throughput_samples_per_s =
         complete ? row.samples_per_step * row.total_steps / row.training_s : row.samples_per_step / row.steady.step_s;
     SimulatedCommunication(run, row.gpus, x.size(), &row.collective);
+    row.checkpoint = StallOf(row.checkpoint_layout, run.checkpoint);
     // What limits the candidate, from its own simulated step (plan/recommendation.h), not the
     // utilisation signal.
     const StepAttribution limit = AttributeStep(row);
@@ -438,7 +459,8 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       in.work_s = training_s + eval_s;
       in.training_s = training_s;
       in.job_mtbf_s = row.failure_rate.mtbf_s();
-      in.checkpoint_write_s = checkpoint_bytes / write_bps;
+      in.checkpoint_write_s = row.checkpoint.per_save.value;
+      in.min_interval_s = row.checkpoint.min_interval_s;
       in.restart_s = row.restart.total_s();
       in.auto_interval = spec.checkpoint.auto_interval;
       in.every_s = spec.checkpoint.every_s;
@@ -542,6 +564,17 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
   add("checkpoint_write_bytes_per_s", fmt::format("{:.4g}", write_bps),
       preflight && preflight->checkpoint_write_bytes_per_s ? "measured" : "input",
       preflight && preflight->checkpoint_write_bytes_per_s ? "preflight" : "plan file");
+  add("checkpoint.mode", spec.checkpoint.mode, spec.checkpoint.mode_given ? "input" : "assumed",
+      spec.checkpoint.mode_given ? "plan file" : "default: synchronous saves (training waits for the write)");
+  if (spec.checkpoint.mode == "async") {
+    add("checkpoint.snapshot_bytes_per_s", fmt::format("{:.4g}", setup.checkpoint_inputs.snapshot_bytes_per_s),
+        spec.checkpoint.snapshot_given ? "input" : "assumed",
+        spec.checkpoint.snapshot_given ? "plan file: device-to-host snapshot rate per writer" : kDefaultSnapshotSource);
+  }
+  add("checkpoint.writers", spec.checkpoint.ddp_writers + " (ddp); all_ranks (fsdp)",
+      spec.checkpoint.writers_given ? "input" : "assumed",
+      "DDP saves the replicated state from rank 0 (or one rank per node); FSDP every rank its shard "
+      "(torch.distributed.checkpoint)");
   add("checkpoint_read_bytes_per_s", fmt::format("{:.4g}", read_bps),
       preflight && preflight->checkpoint_read_bytes_per_s ? "measured" : "input",
       preflight && preflight->checkpoint_read_bytes_per_s ? "preflight" : "plan file");
@@ -674,6 +707,11 @@ Result<CandidateRunSummary> SimulateCandidates(const PlanSetup& setup, const Can
   }
   size_t done_runs = 0, total_runs = pending.size();
   std::vector<sim::PreparedPoint> prepared(points);
+  // Each point's checkpoint window runs once, beside its first round (plan/checkpoint_stall.h).
+  std::vector<sim::PreparedPoint> windows(points);
+  std::vector<CandidateCheckpointRun> checkpoint_runs(points);
+  std::vector<bool> window_failed(points, false);
+  bool first_round = true;
   while (!pending.empty()) {
     std::vector<sim::IsolatedJob> jobs;
     for (size_t p : pending) {
@@ -682,14 +720,41 @@ Result<CandidateRunSummary> SimulateCandidates(const PlanSetup& setup, const Can
       prepared[p] = std::move(*prepared_point);
       jobs.push_back(MakeCandidateJob(prepared[p]));
     }
+    std::vector<size_t> window_points;
+    if (first_round) {
+      for (size_t p : pending) {
+        if (!setup.sims[p].checkpoint.simulate) continue;
+        auto window = PrepareCheckpointWindow(setup.sims[p], setup.cache.get());
+        if (!window.ok()) return window.status();
+        windows[p] = std::move(*window);
+        jobs.push_back(MakeCheckpointWindowJob(windows[p]));
+        window_points.push_back(p);
+      }
+      total_runs += window_points.size();
+    }
+    const size_t round_runs = jobs.size();
     const size_t round_start = done_runs;
     auto results = sim::RunIsolated(jobs, options.jobs, [&](size_t done, size_t) {
       if (options.progress) options.progress(round_start + done, total_runs);
     });
-    done_runs += pending.size();
+    done_runs += round_runs;
+    for (size_t w = 0; w < window_points.size(); ++w) {
+      const size_t p = window_points[w];
+      auto checkpoint = ParseCheckpointWindowRun(results[pending.size() + w]);
+      if (!checkpoint.ok()) {
+        const Status why = checkpoint.status().WithPrefix(setup.point_labels[p] + ": ");
+        if (options.store != nullptr) SIMREPLAY_RETURN_IF_ERROR(options.store->SaveFailure(p, setup.PointAxes(p), why));
+        summary.failures.emplace_back(p, why);
+        window_failed[p] = true;
+        continue;
+      }
+      checkpoint_runs[p] = *checkpoint;
+    }
+    first_round = false;
     std::vector<size_t> again;
     for (size_t k = 0; k < pending.size(); ++k) {
       const size_t p = pending[k];
+      if (window_failed[p]) continue;
       const auto& row = setup.out.rows[setup.point_rows[p]];
       auto run = ParseCandidateRun(results[k]);
       if (!run.ok()) {
@@ -707,6 +772,7 @@ Result<CandidateRunSummary> SimulateCandidates(const PlanSetup& setup, const Can
         ++total_runs;
         continue;
       }
+      run->checkpoint = checkpoint_runs[p];
       if (options.store != nullptr) {
         SIMREPLAY_RETURN_IF_ERROR(options.store->Save(p, {setup.PointAxes(p), CandidateRunJson(*run)}));
       }

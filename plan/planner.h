@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "plan/candidate_sim.h"
+#include "plan/checkpoint_stall.h"
 #include "plan/collective_estimate.h"
 #include "plan/interval_widening.h"
 #include "plan/failure_model.h"
@@ -65,6 +66,8 @@ struct CandidateRow {
   double training_s = 0;  // failure-free time of all training steps (extrapolated)
   JobFailureRate failure_rate;  // of this job's GPUs and nodes (plan/failure_model.h)
   Restart restart;              // its parts, each with provenance
+  CheckpointLayout checkpoint_layout;  // who writes how much where (plan/checkpoint_stall.h)
+  CheckpointStall checkpoint;          // the stall per save goodput takes, and the closed form beside it
   Goodput goodput;
   Budget budget, budget_low, budget_high;
   // Monte Carlo reservations at the expected training time and at the pessimistic end of the interval
@@ -127,6 +130,7 @@ struct PlanSetup {
   // length, activation checkpointing, precision, ROCm (plan/pilot_rules.h).
   nlohmann::json pilot_assumptions = nlohmann::json::array();
   double checkpoint_bytes = 0, write_bytes_per_s = 0, read_bytes_per_s = 0;
+  CheckpointInputs checkpoint_inputs;  // resolved (bytes and write bandwidth as above)
   double eval_duration_s = 0;  // one evaluation pass: the plan file's, else a GPU preflight's eval_s
   bool eval_from_preflight = false;
   std::optional<MeasuredRestart> measured_restart;  // from a preflight

@@ -1,6 +1,7 @@
 #include "sim/checkpoint.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/check.h"
 
@@ -11,8 +12,13 @@ using scenarios::CheckpointMode;
 using scenarios::CheckpointTarget;
 using scenarios::CheckpointWriters;
 
-CheckpointSaver::CheckpointSaver(const RunConfig& config, const Platform& platform)
-    : config_(config), platform_(platform), every_steps_(config.checkpoint.every_steps) {
+CheckpointSaver::CheckpointSaver(const RunConfig& config, const Platform& platform,
+                                 std::vector<LinkClassCounts> storage_routes, std::array<LinkClassLoad, 5>* link_load)
+    : config_(config),
+      platform_(platform),
+      every_steps_(config.checkpoint.every_steps),
+      storage_routes_(std::move(storage_routes)),
+      link_load_(link_load) {
   SIMREPLAY_CHECK(config.checkpoint.enabled());
   switch (config.checkpoint.writers) {
     case CheckpointWriters::kRank0: writer_count_ = 1; break;
@@ -40,6 +46,9 @@ sg4::ActivityPtr CheckpointSaver::StartWrite(const RankContext& rank) const {
   const NodeHosts& node = platform_.nodes[static_cast<size_t>(rank.node)];
   if (config_.checkpoint.target == CheckpointTarget::kShared) {
     SIMREPLAY_CHECK(platform_.storage != nullptr);
+    if (link_load_ != nullptr && static_cast<size_t>(rank.node) < storage_routes_.size()) {
+      AddLinkBytes(storage_routes_[static_cast<size_t>(rank.node)], bytes_per_writer_, link_load_);
+    }
     return sg4::Comm::sendto_async(node.cpu, platform_.storage, static_cast<uint64_t>(bytes_per_writer_));
   }
   return node.disk->write_async(static_cast<sg_size_t>(bytes_per_writer_));

@@ -11,6 +11,7 @@
 // whole state when the model is replicated (DDP) and bytes / writers when it is sharded (FSDP).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -25,8 +26,11 @@ namespace simreplay::sim {
 
 class CheckpointSaver {
  public:
-  // REQUIRES: config.checkpoint.enabled(); a SimGrid engine runs `platform`.
-  CheckpointSaver(const RunConfig& config, const Platform& platform);
+  // REQUIRES: config.checkpoint.enabled(); a SimGrid engine runs `platform`. A write to shared storage
+  // adds its bytes to `link_load` for every link class on its node's route to the store
+  // (`storage_routes`, by node; empty for local targets), like the loaders' reads.
+  CheckpointSaver(const RunConfig& config, const Platform& platform, std::vector<LinkClassCounts> storage_routes = {},
+                  std::array<LinkClassLoad, 5>* link_load = nullptr);
 
   // True when a save follows optimizer step `optimizer_steps` (counted from 1).
   bool DueAfter(int64_t optimizer_steps) const { return optimizer_steps % every_steps_ == 0; }
@@ -55,6 +59,8 @@ class CheckpointSaver {
   const RunConfig& config_;
   const Platform& platform_;
   int64_t every_steps_;
+  std::vector<LinkClassCounts> storage_routes_;
+  std::array<LinkClassLoad, 5>* link_load_;
   int writer_count_ = 0;
   double bytes_per_writer_ = 0;
   simgrid::s4u::BarrierPtr barrier_;  // sync saves

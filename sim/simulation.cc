@@ -460,7 +460,18 @@ Result<SimRawStats> Simulation::Run() {
                                    !options_.full_reference);
     together_barrier_ = sg4::Barrier::create(static_cast<unsigned>(config_.ranks));
   }
-  if (config_.checkpoint.enabled()) checkpoint_ = std::make_unique<CheckpointSaver>(config_, platform_);
+  if (config_.checkpoint.enabled()) {
+    // Saves to the shared store cross the node's NIC and the storage link: their bytes count in the
+    // link statistics as the reads' do.
+    std::vector<LinkClassCounts> storage_routes;
+    if (config_.checkpoint.target == scenarios::CheckpointTarget::kShared) {
+      for (int n = 0; n < config_.nodes; ++n) {
+        storage_routes.push_back(
+            CountLinkClasses(topology_, topology_.Route(topology_.CpuVertex(n), topology_.StorageVertex())));
+      }
+    }
+    checkpoint_ = std::make_unique<CheckpointSaver>(config_, platform_, std::move(storage_routes), &stats_.link_load);
+  }
   first_batch_s_.assign(static_cast<size_t>(config_.ranks), -1.0);
   // Shared cores carry the host's other processes once.
   for (auto& node : nodes_) {

@@ -363,3 +363,98 @@ TEST(PlanCli, ShardsMergeByteIdenticalResumeAndRefuseAnotherPlan) {
 }
 
 }  // namespace
+
+namespace {
+
+// A plan of a100-80gb x 2 nodes x 2 GPUs, DDP and FSDP, saving 2 GB at 1 GB/s (`checkpoint_extra`
+// added to job.checkpoint), run; its plan.json.
+nlohmann::json RunCheckpointPlan(const std::string& name, const std::string& checkpoint_extra,
+                                 const std::string& scenario = "") {
+  fs::path dir = Fresh(name);
+  fs::create_directories(dir);
+  std::string text = OneGpuSmallPlan("", "[2]");
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const auto pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    if (pos != std::string::npos) text.replace(pos, from.size(), to);
+  };
+  replace(R"("checkpoint": {"every_s": "auto", "write_bytes_per_s": 2e9, "read_bytes_per_s": 4e9})",
+          R"("checkpoint": {"every_s": "auto", "write_bytes_per_s": 1e9, "read_bytes_per_s": 4e9, "bytes": 2e9)" +
+              checkpoint_extra + "}");
+  replace(R"("sharding": ["ddp"])", R"("sharding": ["ddp", "fsdp"])");
+  if (!scenario.empty()) {
+    replace("\"" + std::string(SIMREPLAY_SOURCE_DIR) + "/examples/plan/scenario.json\"", "\"" + scenario + "\"");
+  }
+  const fs::path file = dir / "plan.json";
+  std::ofstream(file) << text;
+  auto r = RunCli("plan " + file.string() + " --out " + (dir / "out").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  if (r.exit_code != 0) return nlohmann::json::object();
+  return nlohmann::json::parse(Slurp(dir / "out" / "plan.json"));
+}
+
+TEST(PlanCli, CheckpointStallIsSimulatedPerCandidate) {
+  // 2 GB at 1 GB/s. DDP: rank 0 writes it all to its node disk, 2 s per save (the closed form). FSDP
+  // on 2 nodes x 2 GPUs: each rank 0.5 GB, two ranks per node disk, 1 GB per disk at once: 1 s.
+  // The closed form says 2 s for both.
+  auto plan = RunCheckpointPlan("plan_checkpoint_sync", "");
+  ASSERT_EQ(plan["candidates"].size(), 2u);
+  const auto& ddp = plan["candidates"][0]["checkpoint"];
+  const auto& fsdp = plan["candidates"][1]["checkpoint"];
+  EXPECT_EQ(ddp["status"], "simulated");
+  EXPECT_EQ(fsdp["status"], "simulated");
+  EXPECT_EQ(fsdp["writers"], "all_ranks");
+  EXPECT_EQ(fsdp["writer_count"], 4);
+  EXPECT_NEAR(ddp["stall_per_save_s"].get<double>(), 2.0, 0.06);
+  EXPECT_NEAR(fsdp["stall_per_save_s"].get<double>(), 1.0, 0.03);
+  EXPECT_DOUBLE_EQ(ddp["closed_form_stall_s"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(fsdp["closed_form_stall_s"].get<double>(), 2.0);
+  // Goodput (and the Monte Carlo, which takes goodput's delta) uses the simulated stall.
+  for (const auto& c : plan["candidates"]) {
+    EXPECT_DOUBLE_EQ(c["goodput"]["checkpoint_write_s"].get<double>(), c["checkpoint"]["stall_per_save_s"].get<double>());
+  }
+  std::map<std::string, std::string> status;
+  for (const auto& a : plan["assumptions"]) status[a["input"]] = a["status"];
+  EXPECT_EQ(status["checkpoint.mode"], "assumed");
+}
+
+TEST(PlanCli, AsyncCheckpointStallIsTheSnapshotAndTheWriteBoundsTheInterval) {
+  // Snapshot at 10 GB/s per writer: DDP 2 GB in 0.2 s; FSDP 0.5 GB in 0.05 s. The interval is at least
+  // one save's write (DDP about 2 s).
+  auto plan = RunCheckpointPlan("plan_checkpoint_async", R"(, "mode": "async", "snapshot_bytes_per_s": 1e10)");
+  ASSERT_EQ(plan["candidates"].size(), 2u);
+  const auto& ddp = plan["candidates"][0];
+  const auto& fsdp = plan["candidates"][1];
+  EXPECT_EQ(ddp["checkpoint"]["status"], "simulated");
+  EXPECT_NEAR(ddp["checkpoint"]["stall_per_save_s"].get<double>(), 0.2, 0.01);
+  EXPECT_NEAR(fsdp["checkpoint"]["stall_per_save_s"].get<double>(), 0.05, 0.003);
+  EXPECT_DOUBLE_EQ(ddp["checkpoint"]["closed_form_stall_s"].get<double>(), 0.2);
+  EXPECT_NEAR(ddp["checkpoint"]["min_interval_s"].get<double>(), 2.0, 0.06);
+  EXPECT_GE(ddp["goodput"]["checkpoint_interval_s"].get<double>(), ddp["checkpoint"]["min_interval_s"].get<double>());
+  std::map<std::string, std::string> status;
+  for (const auto& a : plan["assumptions"]) status[a["input"]] = a["status"];
+  EXPECT_EQ(status["checkpoint.mode"], "input");
+  EXPECT_EQ(status["checkpoint.snapshot_bytes_per_s"], "input");
+}
+
+TEST(PlanCli, CheckpointStallFallsBackToTheClosedFormWithoutStorageBandwidth) {
+  // The scenario reads from a shared store whose bandwidth it does not state: the save is not
+  // simulated; the closed form, 2 GB / 1 GB/s = 2 s, labelled so, for both shardings.
+  const fs::path dir = Fresh("plan_checkpoint_fallback_scenario");
+  fs::create_directories(dir);
+  nlohmann::json scenario = nlohmann::json::parse(Slurp(std::string(SIMREPLAY_SOURCE_DIR) + "/examples/plan/scenario.json"));
+  scenario["model"] = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/quickstart/model.json";
+  scenario["storage"] = {{"kind", "shared"}};
+  const fs::path file = dir / "scenario.json";
+  std::ofstream(file) << scenario.dump(2);
+  auto plan = RunCheckpointPlan("plan_checkpoint_fallback", "", file.string());
+  ASSERT_EQ(plan["candidates"].size(), 2u);
+  for (const auto& c : plan["candidates"]) {
+    EXPECT_EQ(c["checkpoint"]["status"], "closed form");
+    EXPECT_DOUBLE_EQ(c["checkpoint"]["stall_per_save_s"].get<double>(), 2.0);
+    EXPECT_NE(c["checkpoint"]["source"].get<std::string>().find("aggregate_bytes_per_s"), std::string::npos);
+    EXPECT_TRUE(c["checkpoint"]["window_interval_steps"].is_null());
+  }
+}
+
+}  // namespace

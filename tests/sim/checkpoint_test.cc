@@ -2,11 +2,8 @@
 // from shared storage, so every expectation is bandwidth arithmetic derived in the comment beside it.
 #include <gtest/gtest.h>
 
-#include "sim/isolated_run.h"
-#include "sim/metrics.h"
-#include "sim/raw_stats_codec.h"
-#include "sim/simulation.h"
-#include "tests/sim/raw_stats_view.h"
+#include "models/cluster_topology.h"
+#include "tests/sim/free_loading_run.h"
 
 namespace simreplay::sim {
 namespace {
@@ -15,52 +12,16 @@ using scenarios::CheckpointMode;
 using scenarios::CheckpointTarget;
 using scenarios::CheckpointWriters;
 
-replay::SampleCostTable FreeCosts(int64_t n, int64_t read_bytes = 0) {
-  replay::SampleCostTable table;
-  table.formats = {"synthetic"};
-  for (int64_t i = 0; i < n; ++i) table.samples.push_back({0, 0, 0, read_bytes, 0, 0, false});
-  table.distinct_indices = n;
-  table.measured.mean_collate_per_sample_s = 0;
-  return table;
-}
-
 // `nodes` x 1 GPU, inline loading, `steps` steps of `step_s`, no gradients to exchange; local disks
 // of 1 GB/s; a checkpoint of `bytes` every `every` steps.
 SimInput CheckpointedRun(const replay::SampleCostTable* costs, int nodes, double step_s, int steps, int every, double bytes) {
-  SimInput in;
-  in.costs = costs;
-  in.cpu_cores = 8;
-  in.step_time_s = step_s;
-  in.scenario.cluster.nodes = nodes;
-  in.scenario.loader.batch_size = 1;
-  in.scenario.train.steps = steps;
+  SimInput in = FreeLoadingRun(costs, nodes, 1, step_s, steps);
   in.scenario.collective.algorithm = scenarios::CollectiveAlgorithm::kAnalytic;
   in.model.collective.gradient_bytes = 0;
-  in.model.cpu.main_per_batch_s = 0;
-  in.model.cpu.worker_startup_s = 0;
-  in.model.cpu.worker_spawn_s = 0;
-  in.model.memory.main_base_bytes = 0;
-  in.model.memory.worker_base_pss_bytes = 0;
-  in.model.pcie.latency_s = 0;
   in.model.storage.bandwidth_bytes_per_s = 1e9;
   in.scenario.checkpoint.every_steps = every;
   in.scenario.checkpoint.bytes = bytes;
   return in;
-}
-
-// The run's raw statistics (flat view), its metrics, and the codec's text (for byte comparisons).
-nlohmann::json Simulate(const SimInput& input) {
-  auto results = RunIsolated({[&input]() -> Result<std::string> {
-                               auto stats = RunSimulation(input);
-                               if (!stats.ok()) return stats.status();
-                               nlohmann::json j = RawStatsToJson(*stats);
-                               j["metrics"] = SummarizeMetrics(input, *stats);
-                               j["encoded"] = EncodeRawStats(*stats);
-                               return j.dump();
-                             }},
-                             1);
-  EXPECT_TRUE(results[0].ok()) << results[0].status().message();
-  return results[0].ok() ? nlohmann::json::parse(*results[0]) : nlohmann::json::object();
 }
 
 double StallPerSave(const nlohmann::json& r) { return r["metrics"]["checkpoint"]["stall_per_save_s"].get<double>(); }
@@ -164,6 +125,40 @@ TEST(Checkpoint, AWriteHalvesTheSharedStoresReadRate) {
   EXPECT_NEAR(with["metrics"]["checkpoint"]["write_s_per_save"].get<double>(), 0.75, 0.01);
 }
 
+TEST(Checkpoint, SharedWritesCountInTheLinkStatistics) {
+  // 2 nodes, FSDP, every rank writes its 0.5 GB half to the shared store after steps 2 and 4: 2 GB in
+  // all, each byte crossing its node's NIC (up) once, the store's link to its top switch (a fabric
+  // link, models/cluster_topology.cc) once and the storage link once. No reads (samples of 0 bytes),
+  // so without saves these classes carry nothing. Local saves never leave the node: no link bytes.
+  auto costs = FreeCosts(16);
+  SimInput in = CheckpointedRun(&costs, 2, 0.1, 4, 2, 1e9);
+  in.scenario.collective.sharding = scenarios::Sharding::kFull;
+  in.scenario.checkpoint.writers = CheckpointWriters::kAllRanks;
+  in.scenario.storage.kind = scenarios::StorageKind::kShared;
+  in.scenario.storage.aggregate_bytes_per_s = 1e9;
+  in.scenario.storage.latency_s = 0;
+  in.scenario.checkpoint.target = CheckpointTarget::kShared;
+  constexpr size_t kNic = static_cast<size_t>(models::LinkClass::kNic);
+  constexpr size_t kFabric = static_cast<size_t>(models::LinkClass::kFabric);
+  constexpr size_t kStorage = static_cast<size_t>(models::LinkClass::kStorage);
+  auto shared = Simulate(in);
+  EXPECT_DOUBLE_EQ(shared["checkpoint_bytes_written"].get<double>(), 2e9);
+  EXPECT_DOUBLE_EQ(shared["link_bytes"][kNic].get<double>(), 2e9);
+  EXPECT_DOUBLE_EQ(shared["link_bytes"][kStorage].get<double>(), 2e9);
+  EXPECT_DOUBLE_EQ(shared["link_bytes"][kFabric].get<double>(), 2e9);
+  in.scenario.checkpoint = {};
+  auto none = Simulate(in);
+  EXPECT_DOUBLE_EQ(none["link_bytes"][kNic].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(none["link_bytes"][kStorage].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(none["link_bytes"][kFabric].get<double>(), 0);
+  in = CheckpointedRun(&costs, 2, 0.1, 4, 2, 1e9);
+  in.scenario.collective.sharding = scenarios::Sharding::kFull;
+  in.scenario.checkpoint.writers = CheckpointWriters::kAllRanks;
+  auto local = Simulate(in);
+  EXPECT_DOUBLE_EQ(local["checkpoint_bytes_written"].get<double>(), 2e9);
+  EXPECT_DOUBLE_EQ(local["link_bytes"][kNic].get<double>(), 0);
+}
+
 TEST(Checkpoint, Deterministic) {
   auto costs = FreeCosts(64, 1'000'000);
   SimInput in = CheckpointedRun(&costs, 2, 0.01, 20, 3, 2e8);
@@ -174,8 +169,8 @@ TEST(Checkpoint, Deterministic) {
   in.scenario.checkpoint.writers = CheckpointWriters::kPerNode;
   in.scenario.checkpoint.mode = CheckpointMode::kAsync;
   in.scenario.checkpoint.snapshot_bytes_per_s = 1e9;
-  auto a = Simulate(in);
-  auto b = Simulate(in);
+  auto a = Simulate(in, nullptr, {}, /*encode=*/true);
+  auto b = Simulate(in, nullptr, {}, /*encode=*/true);
   EXPECT_GT(a["checkpoint_saves"].get<int64_t>(), 0);
   EXPECT_EQ(a["encoded"].get<std::string>(), b["encoded"].get<std::string>());
   EXPECT_EQ(a["metrics"].dump(), b["metrics"].dump());

@@ -12,10 +12,7 @@
 #include <string>
 
 #include "models/collective_model.h"
-#include "sim/isolated_run.h"
-#include "sim/metrics.h"
-#include "sim/simulation.h"
-#include "tests/sim/raw_stats_view.h"
+#include "tests/sim/free_loading_run.h"
 
 namespace simreplay::sim {
 namespace {
@@ -24,49 +21,11 @@ constexpr double kTol = 1e-6;
 constexpr double kNic = 12.5e9, kIntra = 300e9;
 constexpr double kCrossLatency = 14e-6, kIntraLatency = 4e-6;
 
-replay::SampleCostTable FreeCosts(int64_t n, int64_t read_bytes = 0) {
-  replay::SampleCostTable table;
-  table.formats = {"synthetic"};
-  for (int64_t i = 0; i < n; ++i) table.samples.push_back({0, 0, 0, read_bytes, 0, 0, false});
-  table.distinct_indices = n;
-  table.measured.mean_collate_per_sample_s = 0;
-  return table;
-}
-
-// `nodes` x `gpus` ranks, no loading cost, `steps` optimizer steps of `step_s` each.
+// `nodes` x `gpus` ranks, no loading cost, `steps` optimizer steps of `step_s` each, ring all-reduce.
 SimInput Cluster(const replay::SampleCostTable* costs, int nodes, int gpus, double step_s, int steps) {
-  SimInput in;
-  in.costs = costs;
-  in.cpu_cores = 8;
-  in.step_time_s = step_s;
-  in.scenario.cluster.nodes = nodes;
-  in.scenario.cluster.gpus_per_node = gpus;
-  in.scenario.hardware.gpus = gpus;
-  in.scenario.loader.batch_size = 1;
-  in.scenario.train.steps = steps;
+  SimInput in = FreeLoadingRun(costs, nodes, gpus, step_s, steps);
   in.scenario.collective.algorithm = scenarios::CollectiveAlgorithm::kRing;
-  in.model.cpu.main_per_batch_s = 0;
-  in.model.cpu.worker_startup_s = 0;
-  in.model.cpu.worker_spawn_s = 0;
-  in.model.memory.main_base_bytes = 0;
-  in.model.memory.worker_base_pss_bytes = 0;
-  in.model.pcie.latency_s = 0;
   return in;
-}
-
-nlohmann::json Simulate(const SimInput& input, nlohmann::json* metrics = nullptr, const SimOptions& options = {}) {
-  auto results = RunIsolated({[&input, &options]() -> Result<std::string> {
-                               auto stats = RunSimulation(input, options);
-                               if (!stats.ok()) return stats.status();
-                               nlohmann::json j = RawStatsToJson(*stats);
-                               j["metrics"] = SummarizeMetrics(input, *stats);
-                               return j.dump();
-                             }},
-                             1);
-  EXPECT_TRUE(results[0].ok()) << results[0].status().message();
-  nlohmann::json j = results[0].ok() ? nlohmann::json::parse(*results[0]) : nlohmann::json::object();
-  if (metrics != nullptr && j.contains("metrics")) *metrics = j["metrics"];
-  return j;
 }
 
 TEST(Cluster, RingAllReduceOnIdleStarMatchesClosedForm) {
