@@ -12,8 +12,8 @@ Where each input of the prediction comes from (never from the run it predicts):
   measured, calibration run   a separate failure-free run of the same job (CAL_STEPS steps, then a
                               relaunch that resumes from its last checkpoint): the time inside the
                               emulated step, the evaluation pause, the checkpoint write time and size,
-                              the checkpoint load time, the start-up (launch to the first batch), the
-                              resumed start-up, the teardown (last save to exit), the steady step interval
+                              the checkpoint load time, the start-up (launch to the loader ready), the
+                              resumed start-up (launch to the first batch), the teardown (last save to exit), the steady step interval
   measured, capture run       the bench pipeline captured (simreplay_capture.bench run --trace) and
                               calibrated (simreplay calibrate): the loader's per-sample costs, from which
                               the planner simulates the steady step (data wait included)
@@ -104,22 +104,22 @@ def job_cmd(data: str, ckpt: str, events: str, steps: int, ckpt_every: int, work
 
 
 def supervised(run_dir: str, data: str, steps: int, ckpt_every: int, workers: int, failures: List[float],
-               fresh: bool = True) -> Dict[str, Any]:
+               fresh: bool = True, name: str = "supervisor") -> Dict[str, Any]:
     """One supervised job run, with the host's noise over its window (procfs: busy, steal, load average,
     frequency, and the share of CPU spent outside this run's processes)."""
     if fresh:
         shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(run_dir, exist_ok=True)
-    events = os.path.join(run_dir, "events.jsonl")
+    events = os.path.join(run_dir, f"{name}-events.jsonl")
     if os.path.exists(events):
         os.remove(events)
     before, own0 = procfs.noise_sample(), procfs.children_cpu_ns()
     rec = supervisor.run_job(job_cmd(data, os.path.join(run_dir, "ckpt"), events, steps, ckpt_every, workers),
-                             events, failures, RESTART_DELAY_S, os.path.join(run_dir, "job.log"))
+                             events, failures, RESTART_DELAY_S, os.path.join(run_dir, f"{name}-job.log"))
     after, own = procfs.noise_sample(), procfs.children_cpu_ns() - own0
     rec["noise"] = dict(procfs.noise_window(before, after),
                         foreign_cpu_fraction=procfs.foreign_cpu_fraction(before, after, own))
-    with open(os.path.join(run_dir, "supervisor.json"), "w") as f:
+    with open(os.path.join(run_dir, f"{name}.json"), "w") as f:
         json.dump(rec, f, indent=1)
     return rec
 
@@ -140,8 +140,9 @@ def calibrate_job(out: str, data: str, workers: int) -> Dict[str, Any]:
     """The separate failure-free calibration run: CAL_STEPS steps, then a relaunch that resumes from its
     last checkpoint for CAL_RESUME_STEPS more (a restart without a failure). Every figure `measured`."""
     run_dir = os.path.join(out, f"calibration-w{workers}")
-    a = supervised(run_dir, data, CAL_STEPS, CAL_CKPT_EVERY, workers, [])
-    b = supervised(run_dir, data, CAL_STEPS + CAL_RESUME_STEPS, CAL_CKPT_EVERY, workers, [], fresh=False)
+    a = supervised(run_dir, data, CAL_STEPS, CAL_CKPT_EVERY, workers, [], name="fresh")
+    b = supervised(run_dir, data, CAL_STEPS + CAL_RESUME_STEPS, CAL_CKPT_EVERY, workers, [], fresh=False,
+                   name="resumed")
     ev = a["events"]
     steps = [e for e in ev if e["event"] == "step"]
     # Steady interval: step end to step end, leaving out the first steps and any step after a pause.
@@ -149,7 +150,9 @@ def calibrate_job(out: str, data: str, workers: int) -> Dict[str, Any]:
     intervals = [s["t"] - p["t"] for p, s in zip(steps, steps[1:]) if p["n"] >= 3 and p["n"] not in paused
                  and s["n"] % (SAMPLES // BATCH) != 1]
     ckpts = [e for e in ev if e["event"] == "ckpt"]
-    launch, first_batch = first(ev, "launch"), first(ev, "first_batch")
+    # The fresh start-up ends when the loader is ready: the first batch's wait is part of the simulated
+    # training (its first step). A restart ends at the first batch: the replay resumes at the steady rate.
+    launch, loader_ready = first(ev, "launch"), first(ev, "loader_ready")
     exit_ev = first(ev, "exit")
     evb = b["events"]
     resumed = first(evb, "resumed")
@@ -161,7 +164,7 @@ def calibrate_job(out: str, data: str, workers: int) -> Dict[str, Any]:
         "checkpoint_write_s": mean([e["dur_s"] for e in ckpts]),
         "checkpoint_bytes": ckpts[-1]["bytes"],
         "checkpoint_load_s": resumed["load_s"],
-        "startup_s": first_batch["s"] - launch["s"],
+        "startup_s": loader_ready["s"] - launch["s"],
         "startup_resumed_s": startup_resumed,
         "teardown_s": exit_ev["s"] - ckpts[-1]["s"],
         "wall_s": a["wall_s"], "resume_wall_s": b["wall_s"],
@@ -307,7 +310,7 @@ def write_report(out: str, doc: Dict[str, Any]) -> None:
                            ("steady_interval_s", "steady step interval (checkpoint interval in s)"),
                            ("eval_s", "evaluation pause"), ("checkpoint_write_s", "checkpoint write (save, fsync, rename)"),
                            ("checkpoint_bytes", "checkpoint bytes"), ("checkpoint_load_s", "checkpoint load"),
-                           ("startup_s", "start-up (launch to first batch)"),
+                           ("startup_s", "start-up (launch to loader ready)"),
                            ("startup_resumed_s", "resumed start-up (launch to first batch, load included)"),
                            ("teardown_s", "teardown (last save to exit)")]:
             lines.append(f"| {label} [{w} workers] | {c[key]:.4g} | measured: calibration run (failure-free, separate) |")
