@@ -145,6 +145,7 @@ json RowJson(const PlanOutcome& o, const CandidateRow& r) {
     j["cost"] = Num(r.cost);
     j["reservation_monte_carlo"] = {{"expected", DistributionJson(o, r.reservation)},
                                     {"pessimistic", DistributionJson(o, r.reservation_high)},
+                                    {"optimistic", DistributionJson(o, r.reservation_low)},
                                     {"probability_required", Num(o.spec.reservation.probability)}};
     j["total_days_p50"] = Num(r.reservation.p50_days);
     j["total_days_p90"] = Num(r.reservation.p90_days);

@@ -234,7 +234,24 @@ Status ParseReliability(const PlanReader& r, const json& rel, int gpus_per_node,
   const std::string at = "/reliability";
   SIMREPLAY_RETURN_IF_ERROR(r.Keys(rel, at,
                                    {"gpu_mtbf_h", "node_mtbf_h", "network_mtbf_h", "small_job_floor", "restart_s",
-                                    "restart"}));
+                                    "restart", "known_failures"}));
+  if (rel.contains("known_failures")) {
+    const json& k = rel["known_failures"];
+    const std::string kat = at + "/known_failures";
+    if (!k.is_array()) return r.Error(kat, "'reliability.known_failures' must be an array of seconds, found " + k.dump());
+    out->known_failures_given = true;
+    for (size_t i = 0; i < k.size(); ++i) {
+      const double v = k[i].is_number() ? k[i].get<double>() : -1;
+      const double previous = out->known_failures_s.empty() ? 0 : out->known_failures_s.back();
+      if (!(v > previous) || v > 1e10) {
+        return r.Error(kat + "/" + std::to_string(i),
+                       fmt::format("'reliability.known_failures' values must be seconds in (0, 1e10], strictly "
+                                   "ascending, found {}",
+                                   k[i].dump()));
+      }
+      out->known_failures_s.push_back(v);
+    }
+  }
   FailureModelSpec& f = out->failures;
   SIMREPLAY_RETURN_IF_ERROR(Positive(r, rel, at, "gpu_mtbf_h", 1e12, &f.gpu_mtbf_h));
   SIMREPLAY_RETURN_IF_ERROR(Positive(r, rel, at, "node_mtbf_h", 1e12, &f.node_mtbf_h, true));
@@ -350,6 +367,18 @@ Result<PlanSpec> ParsePlan(const std::string& text, const std::string& path) {
     SIMREPLAY_RETURN_IF_ERROR(ParseReliability(r, j["reliability"], plan.candidates.gpus_per_node, &plan.reliability));
   } else if (auto why = FindFailureModelContradiction(plan.reliability.failures, plan.candidates.gpus_per_node)) {
     return r.Error("", *why);  // unreachable with the defaults; kept so the check has one home
+  }
+  if (!plan.reliability.known_failures_s.empty()) {
+    // The replay starts with training: a failure in the phases before it has no place in the model.
+    const auto& ph = plan.phases;
+    const double before_training_s =
+        (ph.download_bytes > 0 ? ph.download_bytes / ph.download_bytes_per_s : 0) + ph.preprocess_s;
+    if (plan.reliability.known_failures_s.front() <= before_training_s) {
+      return r.Error("/reliability/known_failures/0",
+                     fmt::format("'reliability.known_failures' must fall after the phases before training "
+                                 "(download + preprocess = {:g} s), found {:g}",
+                                 before_training_s, plan.reliability.known_failures_s.front()));
+    }
   }
   if (j.contains("reservation")) {
     const json& res = j["reservation"];

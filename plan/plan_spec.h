@@ -125,6 +125,12 @@ struct CandidatesSpec {
 struct ReliabilitySpec {
   FailureModelSpec failures = DefaultFailureModel();
   RestartSpec restart = DefaultRestart();
+  // reliability.known_failures: a failure schedule, seconds since the job's start (the start of its
+  // first phase), ascending; every one after the phases before training (download, preprocess).
+  // Given (even empty): the Monte Carlo replays exactly these failures (one deterministic trial) instead of
+  // drawing them (docs/planning.md, "Checked against real jobs").
+  std::vector<double> known_failures_s;
+  bool known_failures_given = false;  // the plan file has the key (an empty list: no failure at all)
 };
 
 struct ReservationSpec {

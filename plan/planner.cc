@@ -8,6 +8,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/random.h"
 #include "common/sha256.h"
@@ -490,6 +491,9 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       in.job_mtbf_s = g.job_mtbf_s;
       in.fixed_s = download_s + ph.preprocess_s + ph.export_s + copy_out_s;
       in.buffer_fraction = spec.reservation.buffer;
+      // A known failure schedule counts from the job's start; the replay's clock from training's.
+      in.known_schedule = spec.reliability.known_failures_given;
+      for (double t : spec.reliability.known_failures_s) in.known_failures_s.push_back(t - download_s - ph.preprocess_s);
       ReplayOptions options;
       options.trials = spec.monte_carlo.trials;
       options.seed = seed;
@@ -508,6 +512,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
     row.budget_high = make_budget(row.training_s * row.interval_high, goodput_high);
     row.reservation = replay(row.training_s, row.goodput);
     row.reservation_high = replay(row.training_s * row.interval_high, goodput_high);
+    row.reservation_low = replay(row.training_s * row.interval_low, make_goodput(row.training_s * row.interval_low));
     row.gpu_hours = row.budget.total_s() / 3600.0 * row.gpus;
     row.cost = row.gpu_hours * spec.prices_per_gpu_hour.at(row.gpu);
     for (size_t s = 0; s < spec.reservation.days.size(); ++s) {
@@ -614,6 +619,10 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       spec.reservation.probability_given ? "plan file" : "default: a slot fits when 9 trials in 10 finish within it");
   add("monte_carlo.trials", fmt::format("{}", spec.monte_carlo.trials), spec.monte_carlo.given ? "input" : "assumed",
       spec.monte_carlo.given ? "plan file" : "default (binomial standard error of P = 0.9: 0.0067)");
+  if (spec.reliability.known_failures_given) {
+    add("reliability.known_failures", fmt::format("[{}]", fmt::join(spec.reliability.known_failures_s, ", ")), "input",
+        "plan file: failure times (s since the job's start) replayed instead of drawn, one deterministic trial");
+  }
   add("network.nic_bytes_per_s", fmt::format("{:.4g}", spec.network.nic_bytes_per_s),
       spec.network.given ? "input" : "assumed", spec.network.given ? "plan file" : "default: 100 GB/s per node");
   add("network.overlap", fmt::format("{:g}", spec.network.overlap), spec.network.overlap_given ? "input" : "assumed",

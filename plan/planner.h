@@ -73,6 +73,7 @@ struct CandidateRow {
   // Monte Carlo reservations at the expected training time and at the pessimistic end of the interval
   // (the verdicts: fits_slot[s] = reservation_high.p_within[s] >= reservation.probability).
   ReservationDistribution reservation, reservation_high;
+  ReservationDistribution reservation_low;  // at the optimistic end (reported, no verdict rests on it)
   double gpu_hours = 0, cost = 0;
   std::vector<bool> fits_slot;  // per reservation.days: P(finish within) >= reservation.probability
   std::string bottleneck, bottleneck_evidence;

@@ -24,15 +24,24 @@ double DrawExponential(Rng* rng, double m) { return -m * std::log1p(-rng->Unit()
 double ReplayTrainingOnceS(const ReplayInput& in, uint64_t seed, int64_t* failures) {
   Rng rng(seed);
   const double m = in.job_mtbf_s, tau = in.checkpoint_interval_s, delta = in.checkpoint_write_s;
+  const bool known = in.known_schedule;
+  const double never = std::numeric_limits<double>::infinity();
+  size_t known_next = 0;  // the next failure of the known schedule
+  // The interruption after one at `now`: drawn (memoryless), or the schedule's next one after it.
+  auto following = [&](double now) {
+    if (!known) return std::isfinite(m) ? now + DrawExponential(&rng, m) : never;
+    while (known_next < in.known_failures_s.size() && in.known_failures_s[known_next] <= now) ++known_next;
+    return known_next < in.known_failures_s.size() ? in.known_failures_s[known_next++] : never;
+  };
   *failures = 0;
   double clock = 0;
-  double next_failure = std::isfinite(m) ? DrawExponential(&rng, m) : std::numeric_limits<double>::infinity();
+  double next_failure = known ? following(-never) : (std::isfinite(m) ? DrawExponential(&rng, m) : never);
   // Recovery: restarts until one completes before the next interruption.
   auto recover = [&]() {
     while (true) {
       clock = next_failure;
       ++*failures;
-      next_failure = clock + DrawExponential(&rng, m);
+      next_failure = following(clock);
       if (clock + in.restart_s <= next_failure) {
         clock += in.restart_s;
         return;
@@ -89,7 +98,9 @@ ReservationDistribution SimulateReservation(const ReplayInput& in, const std::ve
   const double m = in.job_mtbf_s;
   const double tau = in.checkpoint_interval_s, delta = in.checkpoint_write_s;
   double expected_failures = 0;
-  if (std::isfinite(m)) {
+  if (in.known_schedule) {
+    expected_failures = static_cast<double>(in.known_failures_s.size());
+  } else if (std::isfinite(m)) {
     const double per_work = tau > 0 ? m * std::exp(in.restart_s / m) * std::expm1((tau + delta) / m) / tau
                                     : std::exp(in.restart_s / m);
     expected_failures = in.work_s * per_work / m;
@@ -97,7 +108,12 @@ ReservationDistribution SimulateReservation(const ReplayInput& in, const std::ve
   // Each interruption costs a few loop turns; segments between two are skipped in one.
   const double events_per_trial = expected_failures + 2;
   d.trials = options.trials;
-  if (!std::isfinite(events_per_trial) || d.trials * events_per_trial > options.max_events) {
+  if (in.known_schedule) {
+    // One schedule, no draws: every trial would replay the same bytes.
+    d.trials = 1;
+    d.note = fmt::format("known failure schedule ({} failure{} given): one deterministic trial",
+                         in.known_failures_s.size(), in.known_failures_s.size() == 1 ? "" : "s");
+  } else if (!std::isfinite(events_per_trial) || d.trials * events_per_trial > options.max_events) {
     const double fit = std::isfinite(events_per_trial) ? std::floor(options.max_events / events_per_trial) : 0;
     d.trials = static_cast<int64_t>(std::max(0.0, fit));
     d.note = fmt::format("{} of {} trials run: each expects about {:.3g} interruptions (bound {:g} events)", d.trials,

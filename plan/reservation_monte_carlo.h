@@ -20,6 +20,12 @@ struct ReplayInput {
   double job_mtbf_s = 0;             // M (infinity: no interruptions)
   double fixed_s = 0;                // phases outside training that are not replayed (download, export, ...)
   double buffer_fraction = 0;        // reservation.buffer on top of the whole
+  // A failure schedule replayed instead of drawn (reliability.known_failures): with known_schedule,
+  // the interruptions are exactly known_failures_s (seconds on the replay's clock, 0 = the start of
+  // training, ascending; empty: none at all), every trial is this one schedule (one deterministic
+  // trial) and job_mtbf_s is not used. Times past the job's end never happen.
+  bool known_schedule = false;
+  std::vector<double> known_failures_s;
 };
 
 struct ReplayOptions {
@@ -42,9 +48,9 @@ struct ReservationDistribution {
 // interruptions. `seed` fixes the trial (Rng(seed)).
 double ReplayTrainingOnceS(const ReplayInput& in, uint64_t seed, int64_t* failures);
 
-// K trials; trial k draws from Rng(Rng::DeriveSeed(options.seed, k)), so the same inputs give the same
+// K trials (one with in.known_schedule: nothing is random); trial k draws from Rng(Rng::DeriveSeed(options.seed, k)), so the same inputs give the same
 // bytes on every machine and a larger K extends a smaller one. Totals: (fixed + replayed) x (1 + buffer).
-// REQUIRES: a finite job_mtbf_s > 0 or infinity; options.trials >= 1.
+// REQUIRES: a finite job_mtbf_s > 0 or infinity (or known_schedule); options.trials >= 1.
 ReservationDistribution SimulateReservation(const ReplayInput& in, const std::vector<double>& slot_days,
                                             const ReplayOptions& options);
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -175,6 +176,63 @@ std::string OneGpuSmallPlan(const std::string& job_extra, const std::string& nod
   replace(R"("../../../examples/plan/scenario.json")",
           "\"" + std::string(SIMREPLAY_SOURCE_DIR) + "/examples/plan/scenario.json\"");  // written elsewhere
   return text;
+}
+
+// reliability.known_failures end to end: one deterministic trial whose total is, by hand, the failure-free
+// replay (phases + work + one save per segment of tau) plus, per failure, the work since the last save
+// and a restart; optimistic <= expected <= pessimistic.
+TEST(PlanCli, KnownFailuresReplayExactlyThatSchedule) {
+  fs::path dir = Fresh("plan_known_failures");
+  fs::create_directories(dir);
+  auto plan = nlohmann::json::parse(Slurp(kSmall));
+  plan["scenario"] = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/plan/scenario.json";
+  plan["candidates"]["gpu"] = {"a100-80gb"};
+  plan["candidates"]["nodes"] = {1};
+  plan["prices_per_gpu_hour"] = {{"a100-80gb", 1.8}};
+  // Before training: download 1e12 B at 1e9 B/s + preprocess 3,600 s = 4,600 s.
+  const double before_training_s = 4600, failure_s = 4600 + 10000;
+  auto run = [&](const nlohmann::json& known, const std::string& name) {
+    plan["reliability"]["known_failures"] = known;
+    std::ofstream(dir / (name + ".json")) << plan.dump();
+    auto r = RunCli("plan " + (dir / (name + ".json")).string() + " --out " + (dir / name).string() + " --jobs 1");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return nlohmann::json::parse(Slurp(dir / name / "plan.json"))["candidates"][0];
+  };
+  const auto none = run(nlohmann::json::array(), "none");
+  const auto one = run({failure_s}, "one");
+  const double day = 86400, buffer = 0.15;
+  const auto& mc = none["reservation_monte_carlo"];
+  EXPECT_EQ(mc["expected"]["trials"], 1);
+  EXPECT_NE(mc["expected"]["note"].get<std::string>().find("known failure schedule (0 failures given)"),
+            std::string::npos);
+  const auto& g = none["goodput"];
+  const double tau = g["checkpoint_interval_s"], delta = g["checkpoint_write_s"], restart = g["restart_s"];
+  const double work = none["budget"]["training_s"].get<double>() + none["budget"]["eval_s"].get<double>();
+  const double fixed = none["budget"]["download_s"].get<double>() + none["budget"]["preprocess_s"].get<double>() +
+                       none["budget"]["export_s"].get<double>() + none["budget"]["copy_out_s"].get<double>();
+  const double free_s = work + std::ceil(work / tau) * delta;
+  EXPECT_NEAR(mc["expected"]["mean_days"].get<double>() * day, (fixed + free_s) * (1 + buffer),
+              1e-8 * (fixed + free_s));  // plan.json rounds to 10 digits
+  EXPECT_EQ(mc["expected"]["mean_failures"], 0);
+  // One failure 10,000 s into training: the segments of tau + delta done by then are kept (lost + restart:
+  // hundreds of seconds, far above the tolerance).
+  const double lost = 10000 - std::floor(10000 / (tau + delta)) * (tau + delta);
+  const auto& mc1 = one["reservation_monte_carlo"];
+  EXPECT_EQ(mc1["expected"]["mean_failures"], 1);
+  EXPECT_NEAR(mc1["expected"]["mean_days"].get<double>() * day, (fixed + free_s + lost + restart) * (1 + buffer),
+              1e-8 * (fixed + free_s));
+  EXPECT_LE(mc1["optimistic"]["mean_days"].get<double>(), mc1["expected"]["mean_days"].get<double>());
+  EXPECT_GE(mc1["pessimistic"]["mean_days"].get<double>(), mc1["expected"]["mean_days"].get<double>());
+  std::map<std::string, std::string> status;
+  const auto whole = nlohmann::json::parse(Slurp(dir / "one" / "plan.json"));
+  for (const auto& x : whole["assumptions"]) status[x["input"]] = x["status"];
+  EXPECT_EQ(status["reliability.known_failures"], "input");
+  // A failure inside the phases before training has no place in the replay: bad input.
+  plan["reliability"]["known_failures"] = {before_training_s};
+  std::ofstream(dir / "early.json") << plan.dump();
+  auto early = RunCli("plan " + (dir / "early.json").string() + " --out " + (dir / "early").string());
+  EXPECT_EQ(early.exit_code, 3) << early.output;
+  EXPECT_NE(early.output.find("must fall after the phases before training"), std::string::npos) << early.output;
 }
 
 TEST(PlanCli, GlobalBatchRuleScalesTheTarget) {

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace simreplay::plan {
 namespace {
@@ -216,6 +217,40 @@ TEST(PlanSpec, ContradictoryOrImpossibleReliabilityIsFileLineError) {
   EXPECT_NE(probability.status().message().find("p.json:13: 'reservation.probability' must be a number in [0.5, 0.999]"),
             std::string::npos)
       << probability.status().message();
+}
+
+TEST(PlanSpec, KnownFailuresAreAnAscendingScheduleAfterThePhasesBeforeTraining) {
+  const std::string line = R"("reliability": {"gpu_mtbf_h": 50000, "restart_s": 900})";
+  // The example's phases before training: download 5e12 B at 1e9 B/s (5,000 s) + preprocess 36,000 s.
+  auto plan = ParsePlan(Replace(kExample, line, R"("reliability": {"restart_s": 900, "known_failures": [41000.5, 90000]})"),
+                        "p.json");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->reliability.known_failures_s, (std::vector<double>{41000.5, 90000}));
+  EXPECT_TRUE(plan->reliability.known_failures_given);
+  EXPECT_FALSE(ParsePlan(kExample, "p.json")->reliability.known_failures_given);
+  auto none = ParsePlan(Replace(kExample, line, R"("reliability": {"known_failures": []})"), "p.json");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_TRUE(none->reliability.known_failures_given);  // known: no failure at all
+  EXPECT_TRUE(none->reliability.known_failures_s.empty());
+  struct Case {
+    std::string to, expected;
+  };
+  const Case cases[] = {
+      {R"("reliability": {"known_failures": [90000, 50000]})",
+       "p.json:12: 'reliability.known_failures' values must be seconds in (0, 1e10], strictly ascending, found 50000"},
+      {R"("reliability": {"known_failures": [50000, 50000]})", "strictly ascending, found 50000"},
+      {R"("reliability": {"known_failures": ["1h"]})", "found \"1h\""},
+      {R"("reliability": {"known_failures": 50000})", "'reliability.known_failures' must be an array of seconds"},
+      {R"("reliability": {"known_failures": [41000]})",
+       "'reliability.known_failures' must fall after the phases before training (download + preprocess = 41000 s), "
+       "found 41000"},
+  };
+  for (const auto& c : cases) {
+    auto bad = ParsePlan(Replace(kExample, line, c.to), "p.json");
+    ASSERT_FALSE(bad.ok()) << c.to;
+    EXPECT_NE(bad.status().message().find(c.expected), std::string::npos)
+        << "got: " << bad.status().message() << "\nexpected: " << c.expected;
+  }
 }
 
 TEST(PlanSpec, StateBytesPerParameterFollowTheZeroPaper) {

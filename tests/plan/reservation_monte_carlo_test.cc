@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "common/random.h"
 #include "plan/goodput.h"
@@ -152,6 +154,104 @@ TEST(ReservationMonteCarlo, NoFailuresIsWorkPlusSavesAndTheWorkIsBounded) {
   d = SimulateReservation(in, {}, options);
   EXPECT_EQ(d.trials, 85);
   EXPECT_NE(d.note.find("trials run"), std::string::npos) << d.note;
+}
+
+// A known failure schedule (reliability.known_failures) replays exactly those failures: totals by hand.
+// 1,000 s of work in segments of tau = 100 s, each followed by a save of 10 s (failure-free: 1,100 s),
+// restarts of 50 s.
+ReplayInput KnownScheduleJob(std::vector<double> failures) {
+  ReplayInput in;
+  in.work_s = 1000;
+  in.checkpoint_interval_s = 100;
+  in.checkpoint_write_s = 10;
+  in.restart_s = 50;
+  in.job_mtbf_s = 3600;  // not used once a schedule is given
+  in.known_schedule = true;
+  in.known_failures_s = std::move(failures);
+  return in;
+}
+
+double KnownTotalS(const ReplayInput& in, int64_t* failures) {
+  ReplayOptions options;
+  options.trials = 2000;
+  options.seed = 5;
+  const ReservationDistribution d = SimulateReservation(in, {1}, options);
+  EXPECT_EQ(d.trials, 1);  // no draws: one trial is the whole distribution
+  EXPECT_NE(d.note.find("known failure schedule"), std::string::npos) << d.note;
+  EXPECT_EQ(d.mean_days, d.p50_days);
+  *failures = static_cast<int64_t>(d.mean_failures);
+  int64_t once = 0;
+  const double total = ReplayTrainingOnceS(in, 99, &once);  // the seed does not matter
+  EXPECT_EQ(once, *failures);
+  EXPECT_NEAR(d.mean_days * kDay, total, 1e-9);
+  return total;
+}
+
+TEST(ReservationMonteCarloKnownFailures, OneFailureLosesTheWorkSinceTheLastSavePlusTheRestart) {
+  // Failure at 345 s: three segments saved by 330 s; 15 s of the fourth lost; restart to 395 s; seven
+  // segments of 110 s left: 395 + 770 = 1,165 = 1,100 + 15 lost + 50 restart.
+  int64_t failures = 0;
+  EXPECT_NEAR(KnownTotalS(KnownScheduleJob({345}), &failures), 1165, 1e-9);
+  EXPECT_EQ(failures, 1);
+}
+
+TEST(ReservationMonteCarloKnownFailures, AFailureDuringASaveLosesTheWholeSegment) {
+  // Failure at 105 s, inside the first save (100-110 s): all 105 s lost, restart to 155 s, then ten
+  // segments: 155 + 1,100 = 1,255.
+  int64_t failures = 0;
+  EXPECT_NEAR(KnownTotalS(KnownScheduleJob({105}), &failures), 1255, 1e-9);
+  EXPECT_EQ(failures, 1);
+}
+
+TEST(ReservationMonteCarloKnownFailures, AFailureDuringTheRestartRestartsItAndLaterOnesCount) {
+  // 345 s as above; 370 s cuts the restart short (restart again to 420 s); then 420 + 770 = 1,190.
+  // A third at 700 s: 2 segments saved after 420 (to 640 s), 60 s lost, restart to 750 s, five left:
+  // 750 + 550 = 1,300.
+  int64_t failures = 0;
+  EXPECT_NEAR(KnownTotalS(KnownScheduleJob({345, 370}), &failures), 1190, 1e-9);
+  EXPECT_EQ(failures, 2);
+  EXPECT_NEAR(KnownTotalS(KnownScheduleJob({345, 370, 700}), &failures), 1300, 1e-9);
+  EXPECT_EQ(failures, 3);
+}
+
+TEST(ReservationMonteCarloKnownFailures, FailuresAfterTheEndNeverHappenAndAnEmptyScheduleHasNone) {
+  int64_t failures = 0;
+  EXPECT_NEAR(KnownTotalS(KnownScheduleJob({1100.5, 5000}), &failures), 1100, 1e-9);
+  EXPECT_EQ(failures, 0);
+  // Known and empty: no failure although the MTBF (3,600 s) would draw some.
+  EXPECT_NEAR(KnownTotalS(KnownScheduleJob({}), &failures), 1100, 1e-9);
+  EXPECT_EQ(failures, 0);
+  ReplayInput drawn = KnownScheduleJob({});
+  drawn.known_schedule = false;
+  ReplayOptions options;
+  EXPECT_GT(SimulateReservation(drawn, {}, options).mean_failures, 0.1);
+}
+
+TEST(ReservationMonteCarloKnownFailures, ContinuousSavesAndAPartialLastSegment) {
+  // tau = 0: nothing is lost, only the restart: 1,000 + 50.
+  ReplayInput in = KnownScheduleJob({400});
+  in.checkpoint_interval_s = 0;
+  int64_t failures = 0;
+  EXPECT_NEAR(KnownTotalS(in, &failures), 1050, 1e-9);
+  EXPECT_EQ(failures, 1);
+  // 1,050 s of work: ten segments and a last one of 50 s + its save (failure-free 1,160 s). A failure
+  // at 1,130 s, inside that last one (started at 1,100 s): 30 s lost, restart to 1,180 s, then 60 s:
+  // 1,240.
+  in = KnownScheduleJob({1130});
+  in.work_s = 1050;
+  EXPECT_NEAR(KnownTotalS(in, &failures), 1240, 1e-9);
+  EXPECT_EQ(failures, 1);
+}
+
+TEST(ReservationMonteCarloKnownFailures, FixedPhasesAndBufferWrapTheReplayedPart) {
+  ReplayInput in = KnownScheduleJob({345});
+  in.fixed_s = 35;
+  in.buffer_fraction = 0.1;
+  ReplayOptions options;
+  const ReservationDistribution d = SimulateReservation(in, {(1165 + 35) * 1.1 / kDay + 1e-9, (1165 + 35) * 1.1 / kDay - 1e-6}, options);
+  EXPECT_NEAR(d.mean_days * kDay, (1165 + 35) * 1.1, 1e-9);
+  EXPECT_DOUBLE_EQ(d.p_within[0], 1);
+  EXPECT_DOUBLE_EQ(d.p_within[1], 0);
 }
 
 }  // namespace

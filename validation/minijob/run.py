@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""Plans checked against real jobs (docs/planning.md, "Checked against real jobs"; issue 23 item 7).
+
+A miniature training job (job.py: the bench dataset's real files through a real DataLoader, an emulated
+accelerator step, emulated evaluation pauses, real checkpoints with fsync and rename, resume from the
+last checkpoint) runs for real under a supervisor (supervisor.py) that SIGKILLs it at seeded failure
+times and relaunches it after a fixed restart delay, until it has done its target steps. Each case is
+predicted beforehand by `simreplay plan` for that job and that failure schedule
+(`reliability.known_failures`: the Monte Carlo replays exactly those failures).
+
+Where each input of the prediction comes from (never from the run it predicts):
+  measured, calibration run   a separate failure-free run of the same job (CAL_STEPS steps, then a
+                              relaunch that resumes from its last checkpoint): the time inside the
+                              emulated step, the evaluation pause, the checkpoint write time and size,
+                              the checkpoint load time, the start-up (launch to the loader ready), the
+                              resumed start-up (launch to the first batch), the teardown (last save to exit), the steady step interval
+  measured, capture run       the bench pipeline captured (simreplay_capture.bench run --trace) and
+                              calibrated (simreplay calibrate): the loader's per-sample costs, from which
+                              the planner simulates the steady step (data wait included)
+  input                       target steps, eval and checkpoint periods in steps, the restart delay the
+                              supervisor waits, the failure schedule (seeded exponential draws), workers
+  assumed (planner default)   the prediction error band the plan's interval comes from
+
+Gate: every case's point estimate within 5% of the real wall time and the real time inside the plan's
+interval. A run during which the host spent more than FOREIGN_LIMIT of its CPU on other processes (or
+steal) is repeated (--retries times) rather than scored; a case still loaded after that is reported
+unscored. Exit 4 when a scored case fails the gate, 75 when none fails but a case is unscored, 0 when
+every case is scored and passes. The gate is never loosened to make a run pass.
+
+usage: validation/minijob/run.py [--out DIR] [--cases NAME,...] [--retries N] [--workers 2[,1]]
+env:   SIMREPLAY_BIN (build/simreplay)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "capture"))
+sys.path.insert(0, HERE)
+from simreplay_capture import procfs  # noqa: E402  (the capture package's one /proc reader)
+import supervisor  # noqa: E402
+
+PY = "/usr/bin/python3"
+LIMIT_PCT = 5.0        # the gate: |predicted - real| / real
+FOREIGN_LIMIT = 0.10   # share of all cores' time busy outside the run (or stolen) beyond which it is repeated
+EXIT_FAIL, EXIT_UNSCORED = 4, 75
+
+# The job (inputs, the same for every case and the calibration run).
+SAMPLES, BATCH, PREFETCH, IMAGE_SIZE, FRAMES = 240, 4, 2, 96, 4
+STEP_S = 0.08          # emulated accelerator step (sleep)
+EVAL_EVERY, EVAL_S = 60, 1.0
+STATE_BYTES = 32 << 20
+TARGET_STEPS = 240
+RESTART_DELAY_S = 1.0  # the scheduler's detection + rescheduling, waited by the supervisor
+CAL_STEPS, CAL_RESUME_STEPS = 120, 30
+CAL_CKPT_EVERY = 30
+SEED = 23
+DATASET_ARGS = ["--video-share", "0.1", "--frames", str(FRAMES), "--image-scale", "0.5", "--formats", "files"]
+GPU = "a100-80gb"      # a catalogue name for the planner; the step is emulated, no GPU is used
+
+# case name -> (checkpoint every K steps, failures)
+CASES: Dict[str, Tuple[int, int]] = {
+    "k30-f0": (30, 0), "k30-f1": (30, 1), "k30-f2": (30, 2),
+    "k120-f0": (120, 0), "k120-f1": (120, 1), "k120-f2": (120, 2),
+}
+
+
+def sh(args: List[str], **kw: Any) -> subprocess.CompletedProcess:
+    return subprocess.run(args, check=True, **kw)
+
+
+def capture_env() -> Dict[str, str]:
+    return dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture"))
+
+
+def make_dataset(data: str) -> None:
+    stamp = " ".join(["--samples", str(SAMPLES), "--seed", "0"] + DATASET_ARGS)
+    stamp_path = os.path.join(data, ".simreplay-dataset-args")
+    if os.path.exists(stamp_path) and open(stamp_path).read().strip() == stamp:
+        return
+    shutil.rmtree(data, ignore_errors=True)
+    sh([PY, "-m", "simreplay_capture.bench", "make-dataset", "--out", data, "--samples", str(SAMPLES), "--seed", "0"]
+       + DATASET_ARGS, env=capture_env(), stdout=subprocess.DEVNULL)
+    with open(stamp_path, "w") as f:
+        f.write(stamp + "\n")
+
+
+def job_cmd(data: str, ckpt: str, events: str, steps: int, ckpt_every: int, workers: int) -> List[str]:
+    return [PY, os.path.join(HERE, "job.py"), "--data", data, "--ckpt-dir", ckpt, "--events", events,
+            "--steps", str(steps), "--workers", str(workers), "--batch-size", str(BATCH),
+            "--prefetch-factor", str(PREFETCH), "--image-size", str(IMAGE_SIZE), "--frames", str(FRAMES),
+            "--step-s", str(STEP_S), "--eval-every", str(EVAL_EVERY), "--eval-s", str(EVAL_S),
+            "--ckpt-every", str(ckpt_every), "--state-bytes", str(STATE_BYTES), "--seed", str(SEED)]
+
+
+def supervised(run_dir: str, data: str, steps: int, ckpt_every: int, workers: int, failures: List[float],
+               fresh: bool = True, name: str = "supervisor") -> Dict[str, Any]:
+    """One supervised job run, with the host's noise over its window (procfs: busy, steal, load average,
+    frequency, and the share of CPU spent outside this run's processes)."""
+    if fresh:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    os.makedirs(run_dir, exist_ok=True)
+    events = os.path.join(run_dir, f"{name}-events.jsonl")
+    if os.path.exists(events):
+        os.remove(events)
+    before, own0 = procfs.noise_sample(), procfs.children_cpu_ns()
+    rec = supervisor.run_job(job_cmd(data, os.path.join(run_dir, "ckpt"), events, steps, ckpt_every, workers),
+                             events, failures, RESTART_DELAY_S, os.path.join(run_dir, f"{name}-job.log"))
+    after, own = procfs.noise_sample(), procfs.children_cpu_ns() - own0
+    rec["noise"] = dict(procfs.noise_window(before, after),
+                        foreign_cpu_fraction=procfs.foreign_cpu_fraction(before, after, own))
+    with open(os.path.join(run_dir, f"{name}.json"), "w") as f:
+        json.dump(rec, f, indent=1)
+    return rec
+
+
+def loaded(noise: Dict[str, float]) -> bool:
+    return noise["foreign_cpu_fraction"] > FOREIGN_LIMIT or noise["steal_fraction"] > FOREIGN_LIMIT
+
+
+def mean(xs: List[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def first(events: List[Dict[str, Any]], name: str, after_s: float = -1.0) -> Dict[str, Any]:
+    return next(e for e in events if e["event"] == name and e["s"] >= after_s)
+
+
+def calibrate_job(out: str, data: str, workers: int) -> Dict[str, Any]:
+    """The separate failure-free calibration run: CAL_STEPS steps, then a relaunch that resumes from its
+    last checkpoint for CAL_RESUME_STEPS more (a restart without a failure). Every figure `measured`."""
+    run_dir = os.path.join(out, f"calibration-w{workers}")
+    a = supervised(run_dir, data, CAL_STEPS, CAL_CKPT_EVERY, workers, [], name="fresh")
+    b = supervised(run_dir, data, CAL_STEPS + CAL_RESUME_STEPS, CAL_CKPT_EVERY, workers, [], fresh=False,
+                   name="resumed")
+    ev = a["events"]
+    steps = [e for e in ev if e["event"] == "step"]
+    # Steady interval: step end to step end, leaving out the first steps and any step after a pause.
+    paused = {e["n"] for e in ev if e["event"] in ("eval", "ckpt")}
+    intervals = [s["t"] - p["t"] for p, s in zip(steps, steps[1:]) if p["n"] >= 3 and p["n"] not in paused
+                 and s["n"] % (SAMPLES // BATCH) != 1]
+    ckpts = [e for e in ev if e["event"] == "ckpt"]
+    # The fresh start-up ends when the loader is ready: the first batch's wait is part of the simulated
+    # training (its first step). A restart ends at the first batch: the replay resumes at the steady rate.
+    launch, loader_ready = first(ev, "launch"), first(ev, "loader_ready")
+    exit_ev = first(ev, "exit")
+    evb = b["events"]
+    resumed = first(evb, "resumed")
+    startup_resumed = first(evb, "first_batch")["s"] - first(evb, "launch")["s"]
+    cal = {
+        "step_block_s": mean([s["t"] - s["t0"] for s in steps[3:]]),
+        "steady_interval_s": mean(intervals),
+        "eval_s": mean([e["dur_s"] for e in ev if e["event"] == "eval"]),
+        "checkpoint_write_s": mean([e["dur_s"] for e in ckpts]),
+        "checkpoint_bytes": ckpts[-1]["bytes"],
+        "checkpoint_load_s": resumed["load_s"],
+        "startup_s": loader_ready["s"] - launch["s"],
+        "startup_resumed_s": startup_resumed,
+        "teardown_s": exit_ev["s"] - ckpts[-1]["s"],
+        "wall_s": a["wall_s"], "resume_wall_s": b["wall_s"],
+        "noise": a["noise"], "resume_noise": b["noise"],
+    }
+    return cal
+
+
+def pipeline_model(simreplay: str, out: str, data: str, workers: int) -> str:
+    """The loader's per-sample costs: the bench pipeline (the job's own Dataset and collate) captured
+    for CAL_STEPS steps at the same knobs, calibrated into a model."""
+    d = os.path.join(out, f"capture-w{workers}")
+    os.makedirs(d, exist_ok=True)
+    trace = os.path.join(d, "trace.jsonl.gz")
+    sh([PY, "-m", "simreplay_capture.bench", "run", "--data", data, "--format", "files", "--workers", str(workers),
+        "--batch-size", str(BATCH), "--prefetch-factor", str(PREFETCH), "--steps", str(CAL_STEPS),
+        "--step-time-s", str(STEP_S), "--image-size", str(IMAGE_SIZE), "--frames", str(FRAMES), "--seed", "0",
+        "--drop-last", "--emulate", "--trace", trace, "--summary-json", os.path.join(d, "summary.json")],
+       env=capture_env(), stdout=subprocess.DEVNULL)
+    model = os.path.join(d, "model.json")
+    sh([simreplay, "calibrate", trace, "--out", model], stdout=subprocess.DEVNULL)
+    return model
+
+
+def failure_schedule(case_seed: int, n: int, cal: Dict[str, Any], ckpt_every: int) -> List[float]:
+    """n failure times (s since the first launch) from seeded exponential inter-arrival draws of mean
+    span / (n + 1), span the failure-free wall time estimated from the calibration; draws are repeated
+    (same generator) until all n fall inside training, apart by more than a restart."""
+    if n == 0:
+        return []
+    span = (cal["startup_s"] + TARGET_STEPS * cal["steady_interval_s"] + TARGET_STEPS // EVAL_EVERY * cal["eval_s"]
+            + TARGET_STEPS // ckpt_every * cal["checkpoint_write_s"])
+    restart = RESTART_DELAY_S + cal["startup_resumed_s"]
+    rng = random.Random(case_seed)
+    for _ in range(10000):
+        t, out = 0.0, []
+        for _ in range(n):
+            t += rng.expovariate((n + 1) / span)
+            out.append(round(t, 3))
+        ok = out[0] > cal["startup_s"] + 2 and out[-1] < span - 3
+        ok = ok and all(b - a > restart + 2 for a, b in zip(out, out[1:]))
+        if ok:
+            return out
+    raise RuntimeError("no failure schedule fits (the job is too short for its failures)")
+
+
+def plan_case(simreplay: str, case_dir: str, model: str, cal: Dict[str, Any], ckpt_every: int, workers: int,
+              failures: List[float]) -> Dict[str, Any]:
+    """The plan file of this job and schedule, and the planner's prediction: total wall time (Monte
+    Carlo, one deterministic trial) and its interval (the same replay at both ends of the band)."""
+    os.makedirs(case_dir, exist_ok=True)
+    scenario = {"name": "minijob", "model": os.path.abspath(model),
+                "loader": {"num_workers": workers, "batch_size": BATCH, "prefetch_factor": PREFETCH,
+                           "drop_last": True, "shuffle": True},
+                "hardware": {"cpu_cores": os.cpu_count() or 1, "gpus": 1},
+                "train": {"steps": TARGET_STEPS, "step_time_s": cal["step_block_s"], "dataset_samples": SAMPLES},
+                "seed": 0}
+    with open(os.path.join(case_dir, "scenario.json"), "w") as f:
+        json.dump(scenario, f, indent=1)
+    # Work between two saves: K steps at the calibration's steady interval and K / E evaluations.
+    # (K / E may be fractional: the replay spreads the evaluations evenly over the work.)
+    every_s = ckpt_every * cal["steady_interval_s"] + (ckpt_every / EVAL_EVERY) * cal["eval_s"]
+    bytes_ = cal["checkpoint_bytes"]
+    plan = {"schema": "simreplay.plan-input/1", "name": f"minijob {os.path.basename(case_dir)}", "scenario": "scenario.json",
+            "job": {"target": {"steps": TARGET_STEPS},
+                    "model": {"parameters": STATE_BYTES / 4, "optimizer": "sgd", "precision": "fp32"},
+                    "eval": {"every_steps": EVAL_EVERY, "duration_s": cal["eval_s"]},
+                    "checkpoint": {"every_s": every_s, "bytes": bytes_,
+                                   "write_bytes_per_s": bytes_ / cal["checkpoint_write_s"],
+                                   "read_bytes_per_s": bytes_ / cal["checkpoint_load_s"]},
+                    "phases": {"preprocess_s": cal["startup_s"], "export_s": cal["teardown_s"]}},
+            "measured_on": GPU,
+            "candidates": {"gpu": [GPU], "nodes": [1], "gpus_per_node": 1, "sharding": ["ddp"]},
+            "reliability": {"gpu_mtbf_h": 1e12, "node_mtbf_h": "none", "network_mtbf_h": "none",
+                            "small_job_floor": "none",
+                            "restart_s": RESTART_DELAY_S + cal["startup_resumed_s"] - cal["checkpoint_load_s"],
+                            "known_failures": failures},
+            "reservation": {"days": [1], "buffer": 0},
+            "monte_carlo": {"trials": 100, "seed": 0},
+            "simulation": {"initial_steps": TARGET_STEPS, "max_steps": TARGET_STEPS, "jobs": 1},
+            "prices_per_gpu_hour": {GPU: 1}}
+    with open(os.path.join(case_dir, "plan-input.json"), "w") as f:
+        json.dump(plan, f, indent=1)
+    plan_out = os.path.join(case_dir, "plan")
+    sh([simreplay, "plan", os.path.join(case_dir, "plan-input.json"), "--out", plan_out, "--jobs", "1"],
+       stdout=subprocess.DEVNULL)
+    with open(os.path.join(plan_out, "plan.json")) as f:
+        row = json.load(f)["candidates"][0]
+    mc = row["reservation_monte_carlo"]
+    day = 86400.0
+    return {"predicted_s": mc["expected"]["mean_days"] * day,
+            "interval_s": [mc["optimistic"]["mean_days"] * day, mc["pessimistic"]["mean_days"] * day],
+            "predicted_failures": mc["expected"]["mean_failures"],
+            "trials": mc["expected"]["trials"], "note": mc["expected"]["note"],
+            "training_s": row["budget"]["training_s"], "eval_s": row["budget"]["eval_s"],
+            "simulated_steady_step_s": row["simulation"]["steady_step_s"],
+            "interval_multipliers": row["interval_multipliers"],
+            "checkpoint_interval_s": row["goodput"]["checkpoint_interval_s"],
+            "checkpoint_write_s": row["goodput"]["checkpoint_write_s"], "restart_s": row["goodput"]["restart_s"],
+            "plan_input": plan}
+
+
+def run_case(args: Any, simreplay: str, name: str, ckpt_every: int, n_failures: int, workers: int,
+             model: str, cal: Dict[str, Any], case_seed: int) -> Dict[str, Any]:
+    case_dir = os.path.join(args.out, "cases", name)
+    failures = failure_schedule(case_seed, n_failures, cal, ckpt_every)
+    pred = plan_case(simreplay, case_dir, model, cal, ckpt_every, workers, failures)
+    discarded: List[Dict[str, Any]] = []
+    for attempt in range(args.retries + 1):
+        rec = supervised(os.path.join(case_dir, "run"), args.data, TARGET_STEPS, ckpt_every, workers, failures)
+        if not loaded(rec["noise"]) or attempt == args.retries:
+            break
+        n = rec["noise"]
+        print(f"  {name}: foreign load (cpu {n['foreign_cpu_fraction']:.0%}, steal {n['steal_fraction']:.0%}): "
+              "run repeated, not scored", flush=True)
+        discarded.append({"wall_s": rec["wall_s"], "noise": n})
+        time.sleep(2)
+    real = rec["wall_s"]
+    err = 100 * (pred["predicted_s"] - real) / real
+    lo, hi = pred["interval_s"]
+    inside = lo <= real <= hi
+    is_loaded = loaded(rec["noise"])
+    return {"case": name, "checkpoint_every_steps": ckpt_every, "failures_requested": n_failures,
+            "workers": workers, "failure_schedule_s": failures, "kills": rec["kills"], "launches": rec["launches"],
+            "failures_applied_s": rec["failures_applied_s"], "real_s": real, "predicted_s": pred["predicted_s"],
+            "error_pct": err, "interval_s": [lo, hi], "inside": inside,
+            "interval_width_pct": 100 * (hi - lo) / pred["predicted_s"],
+            "scored": not is_loaded, "passed": (abs(err) <= LIMIT_PCT and inside) if not is_loaded else None,
+            "noise": rec["noise"], "discarded_loaded_runs": discarded,
+            "prediction": {k: v for k, v in pred.items() if k != "plan_input"}}
+
+
+def write_report(out: str, doc: Dict[str, Any]) -> None:
+    cal = doc["calibration"]
+    lines = ["# Plans checked against real jobs (validation/minijob/run.py)", "",
+             f"Host: {doc['host']['cpus']} CPUs; load average {doc['host']['loadavg_start']:.2f} at the start, "
+             f"{doc['host']['loadavg_end']:.2f} at the end. Gate: |error| <= {LIMIT_PCT:g}% and the real time inside "
+             f"the plan's interval; runs with more than {FOREIGN_LIMIT:.0%} foreign CPU or steal are repeated, not scored.",
+             "", "## Inputs of the prediction and where they came from", "",
+             "| input | value | from |", "|---|---|---|"]
+    for w, c in cal.items():
+        for key, label in [("step_block_s", "emulated step (time inside it)"),
+                           ("steady_interval_s", "steady step interval (checkpoint interval in s)"),
+                           ("eval_s", "evaluation pause"), ("checkpoint_write_s", "checkpoint write (save, fsync, rename)"),
+                           ("checkpoint_bytes", "checkpoint bytes"), ("checkpoint_load_s", "checkpoint load"),
+                           ("startup_s", "start-up (launch to loader ready)"),
+                           ("startup_resumed_s", "resumed start-up (launch to first batch, load included)"),
+                           ("teardown_s", "teardown (last save to exit)")]:
+            lines.append(f"| {label} [{w} workers] | {c[key]:.4g} | measured: calibration run (failure-free, separate) |")
+    lines += [f"| loader per-sample costs | model.json | measured: captured bench run, `simreplay calibrate` |",
+              f"| restart delay | {RESTART_DELAY_S:g} s | input (the supervisor waits it) |",
+              f"| target, eval, checkpoint periods | {TARGET_STEPS} steps, every {EVAL_EVERY}, K per case | input |",
+              "| failure schedule | per case | input: seeded exponential draws, `reliability.known_failures` |",
+              "| interval | the plan's error band | assumed: planner default (validation history) |", "",
+              "## Cases", "",
+              "| case | workers | failures (s) | kills | real s | predicted s | error | interval s | width | inside | verdict |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in doc["cases"]:
+        verdict = "unscored (foreign load)" if not c["scored"] else ("pass" if c["passed"] else "FAIL")
+        lines.append(f"| {c['case']} | {c['workers']} | {', '.join(f'{t:g}' for t in c['failure_schedule_s']) or '-'} | "
+                     f"{c['kills']} | {c['real_s']:.2f} | {c['predicted_s']:.2f} | {c['error_pct']:+.2f}% | "
+                     f"{c['interval_s'][0]:.2f}-{c['interval_s'][1]:.2f} | {c['interval_width_pct']:.1f}% | "
+                     f"{'yes' if c['inside'] else 'no'} | {verdict} |")
+    lines += ["", "Noise per case (busy / steal / foreign CPU share, load average before-after):", ""]
+    for c in doc["cases"]:
+        n = c["noise"]
+        lines.append(f"- {c['case']}: busy {n['busy_fraction']:.0%}, steal {n['steal_fraction']:.0%}, foreign "
+                     f"{n['foreign_cpu_fraction']:.0%}, load {n['loadavg_before']:.2f}-{n['loadavg_after']:.2f}"
+                     + (f"; {len(c['discarded_loaded_runs'])} loaded run(s) repeated" if c['discarded_loaded_runs'] else ""))
+    lines += ["", f"Exit: {doc['exit_code']} ({doc['verdict']})", ""]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(lines))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(REPO, "build", "minijob-validation"))
+    ap.add_argument("--data", default=None, help="bench dataset directory (default OUT/data; made if missing)")
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--workers", default="2", help="loader worker counts, each runs every case")
+    ap.add_argument("--retries", type=int, default=2, help="repeats of a run under foreign load")
+    args = ap.parse_args()
+    args.out = os.path.abspath(args.out)
+    args.data = os.path.abspath(args.data or os.path.join(args.out, "data"))
+    simreplay = os.path.abspath(os.environ.get("SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay")))
+    os.makedirs(args.out, exist_ok=True)
+    t_start = time.time()
+    host = {"cpus": os.cpu_count(), "loadavg_start": procfs.loadavg_1m()}
+    make_dataset(args.data)
+    worker_counts = [int(w) for w in args.workers.split(",")]
+    cases = [c for c in args.cases.split(",") if c]
+    for c in cases:
+        if c not in CASES:
+            print(f"unknown case {c}; known: {', '.join(CASES)}", file=sys.stderr)
+            return 2
+    calibration, results = {}, []
+    for w in worker_counts:
+        print(f"calibration ({w} workers): failure-free run, resume, captured pipeline", flush=True)
+        calibration[str(w)] = calibrate_job(args.out, args.data, w)
+        model = pipeline_model(simreplay, args.out, args.data, w)
+        for i, name in enumerate(cases):
+            k, n = CASES[name]
+            label = name if len(worker_counts) == 1 else f"{name}-w{w}"
+            r = run_case(args, simreplay, label, k, n, w, model, calibration[str(w)], SEED * 100 + i)
+            print(f"  {label}: real {r['real_s']:.2f} s, predicted {r['predicted_s']:.2f} s ({r['error_pct']:+.2f}%), "
+                  f"interval {r['interval_s'][0]:.2f}-{r['interval_s'][1]:.2f} ({'inside' if r['inside'] else 'OUTSIDE'}), "
+                  f"kills {r['kills']}{'' if r['scored'] else ', UNSCORED (foreign load)'}", flush=True)
+            results.append(r)
+    failed = [r["case"] for r in results if r["scored"] and not r["passed"]]
+    unscored = [r["case"] for r in results if not r["scored"]]
+    code = EXIT_FAIL if failed else EXIT_UNSCORED if unscored else 0
+    verdict = (f"failed: {', '.join(failed)}" if failed else f"unscored: {', '.join(unscored)}" if unscored
+               else "every case within the gate")
+    host["loadavg_end"] = procfs.loadavg_1m()
+    doc = {"schema": "simreplay.minijob-validation/1", "gate": {"limit_pct": LIMIT_PCT, "inside_interval": True,
+           "foreign_limit": FOREIGN_LIMIT}, "host": host,
+           "job": {"samples": SAMPLES, "batch": BATCH, "step_s_emulated": STEP_S, "eval_every": EVAL_EVERY,
+                   "eval_s_emulated": EVAL_S, "state_bytes": STATE_BYTES, "target_steps": TARGET_STEPS,
+                   "restart_delay_s": RESTART_DELAY_S},
+           "calibration": calibration, "cases": results, "exit_code": code, "verdict": verdict,
+           "elapsed_s": time.time() - t_start}
+    with open(os.path.join(args.out, "minijob.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    write_report(args.out, doc)
+    print(f"{verdict}; report {os.path.join(args.out, 'report.md')} (exit {code}, {doc['elapsed_s']:.0f} s)")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
