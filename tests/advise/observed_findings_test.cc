@@ -341,6 +341,29 @@ TEST(ObservedFindings, StragglerAndCollectiveShareFromAMultiRankTrace) {
   EXPECT_EQ(o.ranks, 2);
 }
 
+// The same collectives as two rank traces given together (the per-rank files of a torchrun capture).
+TEST(ObservedFindings, RankTracesGivenTogetherAreOneRun) {
+  TraceFile r0(json::object()), r1(json::object());
+  for (int s = 0; s < 6; ++s) {
+    const int64_t t0 = s * 100 * kMs;
+    r0.Step(0, s, t0, 100 * kMs);
+    r1.Step(1, s, t0, 100 * kMs);
+    r0.Collective(0, s, "all_reduce", t0 + 50 * kMs, 4 * kMs);
+    r1.Collective(1, s, "all_reduce", t0 + 53 * kMs, kMs);  // always 3 ms late
+  }
+  auto o = ObserveTraces({r0.Write("rank0.jsonl"), r1.Write("rank1.jsonl")});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->ranks, 2);
+  EXPECT_EQ(o->trace_paths.size(), 2u);
+  const CollectiveStragglers& c = o->collectives;
+  EXPECT_EQ(c.groups, 6);
+  ASSERT_EQ(c.by_rank.size(), 2u);
+  EXPECT_EQ(c.by_rank[1].last_arrivals, 6);
+  EXPECT_TRUE(c.by_rank[1].straggler);
+  EXPECT_NEAR(c.by_rank[1].mean_lateness_s, 3e-3, 1e-12);
+  EXPECT_NEAR(c.by_rank[1].collective_share, 0.01, 1e-12);  // 1 ms of every 100 ms step
+}
+
 TEST(ObservedFindings, BadCollectiveRecordIsAnErrorNamingFileAndLine) {
   TraceFile t(json::object());
   t.Step(0, 0, 0, kMs);

@@ -85,6 +85,22 @@ TEST(DiagnoseTraceCli, WithAModelAlsoGivesTheHypotheses) {
   EXPECT_TRUE(d["verdict"]["critical_resource"].is_string());
 }
 
+// The observed-only report draws its three plots (waterfall, stages, memory) in headless Chromium.
+TEST(DiagnoseTraceCli, ObservedOnlyReportRendersEveryPlot) {
+  if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  const fs::path out = Fresh("diagnose_trace_report");
+  auto r = RunCli("diagnose " + kTrace + " --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string flags = "--headless --no-sandbox --disable-gpu --disable-background-networking --user-data-dir=" +
+                            (out / "profile").string() + " --virtual-time-budget=5000 --dump-dom ";
+  auto dom = simreplay::testing::RunShell("/usr/bin/chromium " + flags + "file://" +
+                                          fs::absolute(out / "report.html").string() + " 2>/dev/null");
+  ASSERT_EQ(dom.exit_code, 0) << dom.output;
+  EXPECT_NE(dom.output.find("render-check: 3 of 3 plots drawn"), std::string::npos) << dom.output.substr(0, 2000);
+  EXPECT_NE(dom.output.find("need a model"), std::string::npos);
+  EXPECT_NE(dom.output.find("head-of-line:"), std::string::npos);
+}
+
 TEST(DiagnoseTraceCli, AScenarioCannotBeMixedWithTraces) {
   auto r = RunCli("diagnose " + kDir + "/scenario.json " + kTrace);
   EXPECT_EQ(r.exit_code, 2) << r.output;
