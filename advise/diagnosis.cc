@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/text_escape.h"
+#include "advise/observed_report.h"
 #include "advise/percent.h"
 #include "sim/metrics.h"
 
@@ -33,17 +34,10 @@ nlohmann::json MetricsJson(const PointMetrics& m) {
 
 nlohmann::json ObservedJson(const Observations& o) {
   nlohmann::json stages = nlohmann::json::array();
-  for (const auto& s : o.stages) {
-    stages.push_back({{"stage", s.stage},
-                      {"count", s.count},
-                      {"mean_s", Round9(s.mean_s)},
-                      {"p50_s", Round9(s.p50_s)},
-                      {"p95_s", Round9(s.p95_s)},
-                      {"max_s", Round9(s.max_s)}});
-  }
+  for (const auto& s : o.stages) stages.push_back(StageJson(s));
   nlohmann::json memory = nlohmann::json::array();
   for (const auto& m : o.memory) memory.push_back({Round9(m.t_s), Round9(m.host_used_bytes)});
-  return {{"label", "observed: read from the trace, no model involved"},
+  nlohmann::json j = {{"label", "observed: read from the trace, no model involved"},
           {"trace", o.trace_path},
           {"accelerator", o.accelerator},
           {"ranks", o.ranks},
@@ -65,6 +59,8 @@ nlohmann::json ObservedJson(const Observations& o) {
           {"summary", ObservedSummary(o)},
           {"cannot_see", o.cannot_see},
           {"warnings", o.warnings}};
+  AddObservedFindingsJson(o, &j);
+  return j;
 }
 
 }  // namespace
@@ -105,8 +101,34 @@ Diagnosis MakeDiagnosis(std::string scenario_path, Observations observed, Causal
   return d;
 }
 
+Diagnosis MakeObservedDiagnosis(std::string source, Observations observed) {
+  Diagnosis d;
+  d.scenario_path = std::move(source);
+  d.observed = std::move(observed);
+  d.has_hypotheses = false;
+  d.profile.accelerator = d.observed.accelerator;
+  d.profile.accelerator_note = "the trace manifest's accelerator (no model given)";
+  d.verdict = std::string("observed only; hypotheses ") + kHypothesesNeedAModel;
+  return d;
+}
+
 nlohmann::json DiagnosisJson(const Diagnosis& d) {
   const CausalProfile& p = d.profile;
+  if (!d.has_hypotheses) {
+    return {{"schema", kDiagnosisSchema},
+            {"scenario", d.scenario_path},
+            {"accelerator", p.accelerator},
+            {"accelerator_note", p.accelerator_note},
+            {"observed", ObservedJson(d.observed)},
+            {"hypotheses", {{"label", kHypothesesNeedAModel}, {"produced", false}}},
+            {"verdict",
+             {{"critical_resource", nullptr},
+              {"critical_relief", ""},
+              {"min_recommended_gain", kMinRecommendedGain},
+              {"text", d.verdict},
+              {"recommendations", nlohmann::json::array()}}},
+            {"warnings", nlohmann::json::array()}};
+  }
   nlohmann::json reliefs = nlohmann::json::array();
   for (const auto& o : p.reliefs) {
     reliefs.push_back({{"name", o.relief.name},
@@ -135,6 +157,7 @@ nlohmann::json DiagnosisJson(const Diagnosis& d) {
           {"observed", ObservedJson(d.observed)},
           {"hypotheses",
            {{"label", "predicted by the calibrated model (simulated reliefs), not observed"},
+            {"produced", true},
             {"relief_factor", Round9(p.factor)},
             {"error_band", {{"low", Round9(p.band.error_low)}, {"high", Round9(p.band.error_high)}, {"source", p.band.source}}},
             {"base", MetricsJson(p.base)},
@@ -154,10 +177,12 @@ std::string DiagnosisText(const Diagnosis& d) {
   std::string out = fmt::format("accelerator: {} ({})\n\n", p.accelerator, p.accelerator_note);
   out += "OBSERVED (" + d.observed.trace_path + ")\n  " + ObservedSummary(d.observed) + "\n";
   for (const auto& s : d.observed.stages) {
-    out += fmt::format("  {:<18} mean {:9.3f} ms  p50 {:9.3f}  p95 {:9.3f}  max {:9.3f}  (n={})\n", s.stage,
-                       1e3 * s.mean_s, 1e3 * s.p50_s, 1e3 * s.p95_s, 1e3 * s.max_s, s.count);
+    out += fmt::format("  {:<18} mean {:9.3f} ms  p50 {:9.3f}  p95 {:9.3f}  p99 {:9.3f}  max {:9.3f}  (n={})\n",
+                       s.stage, 1e3 * s.mean_s, 1e3 * s.p50_s, 1e3 * s.p95_s, 1e3 * s.p99_s, 1e3 * s.max_s, s.count);
   }
+  for (const auto& line : ObservedFindingLines(d.observed)) out += "  " + line + "\n";
   for (const auto& c : d.observed.cannot_see) out += "  cannot see: " + c + "\n";
+  if (!d.has_hypotheses) return out + "\nHYPOTHESES\n  " + kHypothesesNeedAModel + "\n";
   out += fmt::format(
       "\nHYPOTHESES (simulated, each resource {:g}x faster alone; interval from the validated error band {:+.1f}% .. "
       "{:+.1f}%)\n",
@@ -276,8 +301,16 @@ std::string DiagnosisHtml(const Diagnosis& d) {
   }
   std::vector<Bar> stages;
   for (const auto& s : o.stages) {
-    stages.push_back({s.stage, 0, 1e3 * s.mean_s, 1e3 * s.p50_s, 1e3 * s.p95_s, "#8172b2",
-                      fmt::format("mean {:.2f}, p95 {:.2f}", 1e3 * s.mean_s, 1e3 * s.p95_s)});
+    stages.push_back({s.stage, 0, 1e3 * s.mean_s, 1e3 * s.p50_s, 1e3 * s.p99_s, "#8172b2",
+                      fmt::format("mean {:.2f}, p95 {:.2f}, p99 {:.2f}", 1e3 * s.mean_s, 1e3 * s.p95_s, 1e3 * s.p99_s)});
+  }
+  if (o.media.size() > 1) {  // one format adds nothing to the rows above
+    for (const auto& m : o.media) {
+      for (const auto& s : m.stages) {
+        stages.push_back({m.format + " " + s.stage, 0, 1e3 * s.mean_s, 1e3 * s.p50_s, 1e3 * s.p99_s, "#b07aa1",
+                          fmt::format("mean {:.2f}, p99 {:.2f} (n={})", 1e3 * s.mean_s, 1e3 * s.p99_s, s.count)});
+      }
+    }
   }
   std::vector<Bar> gains;
   for (const auto& r : p.reliefs) {
@@ -298,26 +331,34 @@ std::string DiagnosisHtml(const Diagnosis& d) {
   for (const auto& c : o.cannot_see) html += "<p><i>Cannot see: " + HtmlEscape(c) + "</i></p>\n";
   html += BarChart("plot-waterfall", "Observed: where one step's wall time goes (ms per step, rank 0)", "ms", waterfall);
   if (!stages.empty()) {
-    html += BarChart("plot-stages", "Observed: per-sample stage cost (bar = mean, whisker = p50 .. p95, ms)", "ms",
+    html += BarChart("plot-stages", "Observed: per-sample stage cost (bar = mean, whisker = p50 .. p99, ms)", "ms",
                      stages);
   }
-  html += MemoryChart(o) + "</div>\n";
-  html += fmt::format(
-      "<div class=\"hyp\"><h2>Hypotheses (simulated: each resource {:g}x faster alone)</h2>\n<p>As given: {:.2f} "
-      "samples/s end to end, {:.2f} pipeline alone, GPU idle {:.1f}%. Whiskers: the validated error band "
-      "({:+.1f}% .. {:+.1f}%, {}). Orange = a setting of the job, blue = hardware, grey = faster code or "
-      "accelerator (explains, not a change to make).</p>\n",
-      p.factor, p.base.train_samples_per_s, p.base.pipeline_samples_per_s, 100 * p.base.gpu_idle_fraction,
-      100 * p.band.error_low, 100 * p.band.error_high, HtmlEscape(p.band.source));
-  html += BarChart("plot-gains", "Predicted end-to-end throughput gain per relief (%)", "%", gains);
-  html += "<table><tr><th>relief</th><th>kind</th><th>change</th><th>gain</th><th>GPU idle</th></tr>\n";
-  for (const auto& r : p.reliefs) {
-    html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}%</td></tr>\n",
-                        HtmlEscape(r.relief.name), ReliefActionName(r.relief.action), HtmlEscape(r.relief.change),
-                        HtmlEscape(GainText(r)), 100 * r.metrics.gpu_idle_fraction);
+  html += MemoryChart(o);
+  html += "<ul id=\"findings\">\n";
+  for (const auto& line : ObservedFindingLines(o)) html += "<li>" + HtmlEscape(line) + "</li>\n";
+  html += "</ul></div>\n";
+  if (!d.has_hypotheses) {
+    html += std::string("<div class=\"hyp\"><h2>Hypotheses</h2>\n<p>") + HtmlEscape(kHypothesesNeedAModel) +
+            "</p></div>\n";
+  } else {
+    html += fmt::format(
+        "<div class=\"hyp\"><h2>Hypotheses (simulated: each resource {:g}x faster alone)</h2>\n<p>As given: {:.2f} "
+        "samples/s end to end, {:.2f} pipeline alone, GPU idle {:.1f}%. Whiskers: the validated error band "
+        "({:+.1f}% .. {:+.1f}%, {}). Orange = a setting of the job, blue = hardware, grey = faster code or "
+        "accelerator (explains, not a change to make).</p>\n",
+        p.factor, p.base.train_samples_per_s, p.base.pipeline_samples_per_s, 100 * p.base.gpu_idle_fraction,
+        100 * p.band.error_low, 100 * p.band.error_high, HtmlEscape(p.band.source));
+    html += BarChart("plot-gains", "Predicted end-to-end throughput gain per relief (%)", "%", gains);
+    html += "<table><tr><th>relief</th><th>kind</th><th>change</th><th>gain</th><th>GPU idle</th></tr>\n";
+    for (const auto& r : p.reliefs) {
+      html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}%</td></tr>\n",
+                          HtmlEscape(r.relief.name), ReliefActionName(r.relief.action), HtmlEscape(r.relief.change),
+                          HtmlEscape(GainText(r)), 100 * r.metrics.gpu_idle_fraction);
+    }
+    html += "</table></div>\n";
   }
-  html += "</table></div>\n";
-  const int plots = 2 + (stages.empty() ? 0 : 1) + (o.memory.empty() ? 0 : 1);
+  const int plots = 1 + (d.has_hypotheses ? 1 : 0) + (stages.empty() ? 0 : 1) + (o.memory.empty() ? 0 : 1);
   html += fmt::format(
       "<p id=\"render-check\"></p>\n<script>\n(function(){{try{{var n=0;document.querySelectorAll('svg.plot')."
       "forEach(function(s){{if(s.getBBox().width>0&&s.querySelectorAll('rect,path').length>0)n++;}});"

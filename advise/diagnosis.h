@@ -22,8 +22,9 @@ struct Recommendation {
 };
 
 struct Diagnosis {
-  std::string scenario_path;
+  std::string scenario_path;  // the scenario, or in the trace-first form without a model the first trace
   Observations observed;
+  bool has_hypotheses = true;  // false: observed only (no model given); `profile` is empty
   CausalProfile profile;
   std::string verdict;  // one line, from the profile
   std::vector<Recommendation> recommendations;  // largest gain first
@@ -32,6 +33,14 @@ struct Diagnosis {
 // The verdict and recommendations of a profile. Never recommends a change that buys less than
 // kMinRecommendedGain, and names a non-knob critical resource as hardware or hypothesis.
 Diagnosis MakeDiagnosis(std::string scenario_path, Observations observed, CausalProfile profile);
+
+// The observed half alone (`simreplay diagnose TRACE...` without --model): no hypotheses, no verdict,
+// and the output says that the hypotheses need a model.
+Diagnosis MakeObservedDiagnosis(std::string source, Observations observed);
+
+inline constexpr const char* kHypothesesNeedAModel =
+    "not produced: the hypotheses (simulated reliefs) need a model: simreplay diagnose TRACE... --model M, or "
+    "simreplay diagnose SCENARIO";
 
 // The verdict line alone (simulate and what-if print it beside their metrics).
 std::string Verdict(const CausalProfile& profile);

@@ -88,6 +88,8 @@ Status ParseHost(const JsonFields& f, HostRecord* r) {
   SIMREPLAY_RETURN_IF_ERROR(f.GetInt("t_ns", &r->t_ns, Sign::kAny));
   SIMREPLAY_RETURN_IF_ERROR(f.GetInt("mem_used_bytes", &r->mem_used_bytes));
   SIMREPLAY_RETURN_IF_ERROR(f.GetInt("cpu_busy_ns", &r->cpu_busy_ns));
+  SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalInt("mem_total_bytes", &r->mem_total_bytes));
+  SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalInt("mem_peak_bytes", &r->mem_peak_bytes));
   return Status::Ok();
 }
 

@@ -54,7 +54,11 @@ struct ToJsonVisitor {
             {"io_read_bytes", r.io_read_bytes}};
   }
   nlohmann::json operator()(const HostRecord& r) const {
-    return {{"type", "host"}, {"t_ns", r.t_ns}, {"mem_used_bytes", r.mem_used_bytes}, {"cpu_busy_ns", r.cpu_busy_ns}};
+    nlohmann::json j = {
+        {"type", "host"}, {"t_ns", r.t_ns}, {"mem_used_bytes", r.mem_used_bytes}, {"cpu_busy_ns", r.cpu_busy_ns}};
+    if (r.mem_total_bytes >= 0) j["mem_total_bytes"] = r.mem_total_bytes;
+    if (r.mem_peak_bytes >= 0) j["mem_peak_bytes"] = r.mem_peak_bytes;
+    return j;
   }
   nlohmann::json operator()(const OtherRecord& r) const {
     nlohmann::json j = r.json;

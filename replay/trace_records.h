@@ -85,6 +85,8 @@ struct HostRecord {
   int64_t t_ns = 0;
   int64_t mem_used_bytes = 0;
   int64_t cpu_busy_ns = 0;
+  int64_t mem_total_bytes = -1;  // optional: -1 when absent
+  int64_t mem_peak_bytes = -1;   // optional: -1 when absent
 };
 
 // Records the reader does not interpret (event, footer) are passed through as raw JSON.
