@@ -362,21 +362,6 @@ double RepetitionsCostRatio(const CalibrationInput& in, const CalibrationDraft& 
   return ratio;
 }
 
-// The per-sample worker overhead (CPU outside the recorded stages) over the repetitions of the primary's
-// configuration that measured it: their mean, for the same reason as the cost level (one short capture
-// moves it with the host's speed during it). Returns {mean, repetitions used}; {primary's, 1} without.
-std::pair<double, int> RepetitionsMeanOverhead(const CalibrationInput& in, const CalibrationDraft& d) {
-  const auto& c0 = d.contention.front();
-  if (c0.overhead_method == "none") return {c0.overhead_per_sample_s, 1};
-  std::vector<double> values;
-  for (size_t i = 0; i < in.traces.size(); ++i) {
-    if (i > 0 && !SameConfiguration(in.primary(), in.traces[i])) continue;
-    if (d.contention[i].overhead_method != c0.overhead_method) continue;
-    values.push_back(d.contention[i].overhead_per_sample_s);
-  }
-  return {MeanOf(values), static_cast<int>(values.size())};
-}
-
 // Contention per trace (intrinsic and as-captured scales, busy-core slowdown) and the model's cpu scale,
 // overhead factor and slowdown from the primary trace.
 Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
@@ -428,13 +413,9 @@ Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nl
   SetProvenance(&model, "cpu.worker_overhead_factor", false,
                 "1: the worker overhead is cpu.worker_overhead_per_sample_s (fit_quality.cpu.contention[] "
                 "reports the factor)");
-  const auto [overhead, overhead_repetitions] = RepetitionsMeanOverhead(in, *d);
-  model.cpu.worker_overhead_per_sample_s = overhead;
+  model.cpu.worker_overhead_per_sample_s = c0.overhead_per_sample_s;
   SetProvenance(&model, "cpu.worker_overhead_per_sample_s", c0.overhead_method == "none",
-                "worker CPU outside the recorded stages per sample (" + c0.overhead_method + "), " + primary_src +
-                    (overhead_repetitions > 1
-                         ? fmt::format(", the mean over {} repetitions of its configuration", overhead_repetitions)
-                         : std::string()));
+                "worker CPU outside the recorded stages per sample (" + c0.overhead_method + "), " + primary_src);
   model.cpu.busy_core_slowdown = busy_cores.front().slowdown;
   SetProvenance(&model, "cpu.busy_core_slowdown", !busy_cores.front().measured,
                 busy_cores.front().note + ", " + primary_src);
@@ -463,9 +444,6 @@ Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nl
   model.cpu.worker_cost_scale = as_captured ? c0.as_captured_scale : c0.intrinsic_scale;
   const double repetitions_ratio = RepetitionsCostRatio(in, *d, as_captured, cpu_quality);
   model.cpu.worker_cost_scale *= repetitions_ratio;
-  if (overhead_repetitions > 1 && cpu_quality->contains("repetitions")) {
-    (*cpu_quality)["repetitions"]["worker_overhead_per_sample_s"] = overhead;
-  }
   SetProvenance(
       &model, "cpu.worker_cost_scale", c0.assumed,
       std::string(as_captured

@@ -49,7 +49,6 @@ struct Known {
   double cost_factor = 1.0;         // decode and augment x this (a slower repetition of the same run)
   int shutdown_after_batch = -1;    // >= 0: epoch 0 ends there, its workers joined in shutdown_s
   double shutdown_s = 0.03;
-  double sample_gap_s = 0;          // worker time after each sample outside the recorded stages (overhead)
 };
 
 // A single-worker capture whose timeline is consistent: the worker produces batches back to back, the
@@ -96,7 +95,7 @@ std::string WriteSynthetic(const TempDir& dir, const Known& k, const std::string
       s.format = "jpeg";
       s.out_bytes = 3 * 64 * 64 * 4;
       s.cpu_ns = std::llround(k.cpu_share * (s.read_ns + s.decode_ns + s.augment_ns));
-      t += s.read_ns + s.decode_ns + s.augment_ns + std::llround(k.sample_gap_s * 1e9);
+      t += s.read_ns + s.decode_ns + s.augment_ns;
       EXPECT_TRUE((*writer)->Write(s).ok());
     }
     replay::BatchRecord br;
@@ -453,34 +452,6 @@ TEST(Calibrate, TwoTracesAtDifferentBatchSizesFitTheStepScaling) {
   // The simulator uses the fit instead of proportional scaling.
   EXPECT_NEAR(r->model.gpu.step_intercept_s, 0.004, 1e-6);
   EXPECT_NEAR(r->model.gpu.step_per_sample_s, 0.004, 1e-7);
-}
-
-// Repetitions of one configuration: the per-sample worker overhead is their mean, not the primary's
-// alone (a short capture moves it with the host's speed); another configuration is not pooled.
-TEST(Calibrate, RepetitionsOfOneConfigurationPoolTheWorkerOverhead) {
-  TempDir dir;
-  Known k;
-  k.sample_gap_s = 0.001;
-  Known slow = k;
-  slow.sample_gap_s = 0.003;
-  Known other = slow;
-  other.batch_size = 8;
-  const std::string a = WriteSynthetic(dir, k, "a.jsonl");
-  const std::string b = WriteSynthetic(dir, slow, "b.jsonl");
-  const std::string c = WriteSynthetic(dir, other, "c.jsonl");
-  auto one_a = CalibrateTraces({a}, dir.File("a.json"));
-  auto one_b = CalibrateTraces({b}, dir.File("b.json"));
-  auto both = CalibrateTraces({a, b}, dir.File("both.json"));
-  auto mixed = CalibrateTraces({a, c}, dir.File("mixed.json"));
-  ASSERT_TRUE(one_a.ok() && one_b.ok() && both.ok() && mixed.ok());
-  const double oa = one_a->model.cpu.worker_overhead_per_sample_s;
-  const double ob = one_b->model.cpu.worker_overhead_per_sample_s;
-  ASSERT_GT(oa, 0);
-  ASSERT_GT(ob, 1.5 * oa);  // the gaps differ 3x: the two captures disagree
-  EXPECT_NEAR(both->model.cpu.worker_overhead_per_sample_s, (oa + ob) / 2, 1e-9);
-  EXPECT_NE(both->model.info.at("cpu.worker_overhead_per_sample_s").source.find("the mean over 2 repetitions"),
-            std::string::npos);
-  EXPECT_NEAR(mixed->model.cpu.worker_overhead_per_sample_s, oa, 1e-12);
 }
 
 // Repetitions of one configuration: the primary's samples replay at the mean cost level of all of
