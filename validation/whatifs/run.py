@@ -18,7 +18,7 @@ run lasts seconds, not the 1.5 s one epoch took, whose run-to-run spread reached
 as the bench (from the call for batch W to the end of step S). Cases ending in -w1 run (and are
 predicted at) 1 loader worker instead of 2; the model is always the one calibrated from the base
 captures at 2 workers: BASE_CAPTURES captured runs of the base case, calibrated together (repetitions
-of one configuration: calibrate replays the first at the mean cost level of all, docs/calibration.md),
+of one configuration: calibrate replays the first at the mean cost level of all, docs/model-format.md),
 because a prediction from one short capture moved 13% with the capture it came from.
 Noise is measured, not argued: every measured run records the host's busy, steal and foreign CPU
 share, load average and frequency over its window (simreplay_capture.procfs); a run with more than
