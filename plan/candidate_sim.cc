@@ -94,22 +94,19 @@ Result<sim::PreparedPoint> PrepareCheckpointWindow(const CandidateSimSetup& setu
   return point;
 }
 
-sim::IsolatedJob MakeCheckpointWindowJob(const sim::PreparedPoint& window) {
-  return [&window]() -> Result<std::string> {
-    auto stats = sim::RunSimulation(window.input);
-    if (!stats.ok()) return stats.status();
-    const sim::CheckpointStats& c = stats->checkpoint;
-    if (c.saves <= 0) return Status::Internal("checkpoint window: no save ran");
-    const double saves = static_cast<double>(c.saves);
-    return nlohmann::json{{"saves", c.saves},
-                          {"stall_per_save_s", c.stall_s / saves},
-                          {"write_s_per_save", c.write_s / saves},
-                          {"bytes_written", c.bytes_written}}
-        .dump();
-  };
-}
-
 namespace {
+
+// A forked run's JSON output, decoded by `from_json`; errors name `what`.
+template <typename T>
+Result<T> ParseChildOutput(const Result<std::string>& output, const char* what,
+                           Result<T> (*from_json)(const nlohmann::json&)) {
+  if (!output.ok()) return output.status();
+  auto j = nlohmann::json::parse(*output, nullptr, false);
+  if (j.is_discarded()) return Status::Internal(std::string(what) + ": output is not JSON");
+  auto run = from_json(j);
+  if (!run.ok()) return Status::Internal(std::string(what) + ": " + run.status().message());
+  return run;
+}
 
 Result<CandidateCheckpointRun> CheckpointRunFromJson(const nlohmann::json& c) {
   CandidateCheckpointRun run;
@@ -139,13 +136,25 @@ nlohmann::json CheckpointRunJson(const CandidateCheckpointRun& run) {
 
 }  // namespace
 
+sim::IsolatedJob MakeCheckpointWindowJob(const sim::PreparedPoint& window) {
+  return [&window]() -> Result<std::string> {
+    auto stats = sim::RunSimulation(window.input);
+    if (!stats.ok()) return stats.status();
+    const sim::CheckpointStats& c = stats->checkpoint;
+    if (c.saves <= 0) return Status::Internal("checkpoint window: no save ran");
+    CandidateCheckpointRun run;
+    run.simulated = true;
+    run.saves = c.saves;
+    run.stall_per_save_s = c.stall_s / static_cast<double>(c.saves);
+    run.write_s_per_save = c.write_s / static_cast<double>(c.saves);
+    run.bytes_written = c.bytes_written;
+    return CheckpointRunJson(run).dump();
+  };
+}
+
+
 Result<CandidateCheckpointRun> ParseCheckpointWindowRun(const Result<std::string>& output) {
-  if (!output.ok()) return output.status();
-  auto j = nlohmann::json::parse(*output, nullptr, false);
-  if (j.is_discarded()) return Status::Internal("checkpoint window: output is not JSON");
-  auto run = CheckpointRunFromJson(j);
-  if (!run.ok()) return Status::Internal("checkpoint window: " + run.status().message());
-  return run;
+  return ParseChildOutput(output, "checkpoint window", CheckpointRunFromJson);
 }
 
 Result<sim::PreparedPoint> PrepareCandidate(const CandidateSimSetup& setup, int64_t steps, sim::CostCache* cache) {
@@ -180,12 +189,7 @@ sim::IsolatedJob MakeCandidateJob(const sim::PreparedPoint& point) {
 }
 
 Result<CandidateRun> ParseCandidateRun(const Result<std::string>& output) {
-  if (!output.ok()) return output.status();
-  auto j = nlohmann::json::parse(*output, nullptr, false);
-  if (j.is_discarded()) return Status::Internal("candidate simulation: output is not JSON");
-  auto run = CandidateRunFromJson(j);
-  if (!run.ok()) return Status::Internal("candidate simulation: " + run.status().message());
-  return run;
+  return ParseChildOutput(output, "candidate simulation", CandidateRunFromJson);
 }
 
 nlohmann::json CandidateRunJson(const CandidateRun& run) {
