@@ -17,8 +17,6 @@ namespace simreplay::advise {
 
 namespace {
 
-constexpr double kNsToS = 1e-9;
-
 StageDistribution Distribute(const std::string& stage, const std::vector<double>& values_s,
                              const char* record = "sample") {
   StageDistribution d;

@@ -8,8 +8,6 @@ namespace simreplay::advise {
 
 namespace {
 
-constexpr double kNsToS = 1e-9;
-
 struct Span {
   int64_t first_t = INT64_MAX, last_t = INT64_MIN, first_cpu = 0, last_cpu = 0, records = 0;
   void Add(int64_t t, int64_t cpu) {

@@ -10,12 +10,6 @@
 
 namespace simreplay::advise {
 
-namespace {
-
-constexpr double kNsToS = 1e-9;
-
-}  // namespace
-
 EpochStalls ObserveEpochStalls(const TraceRecords& r) {
   EpochStalls out;
   const int64_t workers = ManifestInt(r.manifest, "loader", "num_workers", -1);

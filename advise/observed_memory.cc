@@ -13,8 +13,6 @@ namespace simreplay::advise {
 
 namespace {
 
-constexpr double kNsToS = 1e-9;
-
 bool ManifestBool(const nlohmann::json& m, const char* section, const char* key, bool fallback) {
   if (!m.is_object() || !m.contains(section) || !m[section].is_object()) return fallback;
   const auto& s = m[section];

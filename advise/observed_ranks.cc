@@ -9,8 +9,6 @@ namespace simreplay::advise {
 
 namespace {
 
-constexpr double kNsToS = 1e-9;
-
 // Length of the union of [start, end) intervals, in ns.
 int64_t UnionNs(std::vector<std::pair<int64_t, int64_t>> intervals) {
   std::sort(intervals.begin(), intervals.end());

@@ -15,6 +15,9 @@
 
 namespace simreplay::advise {
 
+// Trace timestamps and durations are integer nanoseconds; findings are in seconds.
+inline constexpr double kNsToS = 1e-9;
+
 // Where a finding's numbers came from, as data: `kind` is "measured" (trace records), "input" (a file
 // the user gave: a probe, a scenario) or "assumed"; `records` counts the trace records it used, by
 // record type; `inputs` names anything else it used ("manifest.hardware.threads", "probe FILE").

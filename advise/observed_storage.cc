@@ -6,12 +6,6 @@
 
 namespace simreplay::advise {
 
-namespace {
-
-constexpr double kNsToS = 1e-9;
-
-}  // namespace
-
 bool ChooseCeiling(const TraceRecords& r, const StorageProbeFits& probe, StorageCeiling* out) {
   const auto& m = r.manifest;
   std::string pattern = "random", why = "no manifest.loader.shuffle: assumed random reads";
