@@ -313,6 +313,9 @@ std::string FindCapturePath() {
     if (dir == dir.parent_path()) break;
     dir = dir.parent_path();
   }
+  std::error_code ec;
+  const std::filesystem::path tree = std::filesystem::path(SIMREPLAY_SOURCE_TREE) / "capture";
+  if (std::filesystem::exists(tree / "simreplay_capture" / "__init__.py", ec)) return tree.string();
   return "";
 }
 
