@@ -113,7 +113,7 @@ Status ParseJob(const PlanReader& r, const json& j, PlanSpec* plan) {
   auto& ck = plan->checkpoint;
   SIMREPLAY_RETURN_IF_ERROR(
       r.Keys(c, "/job/checkpoint",
-             {"every_s", "write_bytes_per_s", "read_bytes_per_s", "bytes", "mode", "snapshot_bytes_per_s", "writers"}));
+             {"every_s", "every_steps", "write_bytes_per_s", "read_bytes_per_s", "bytes", "mode", "snapshot_bytes_per_s", "writers"}));
   if (c.contains("every_s") && c["every_s"].is_string()) {
     if (c["every_s"] != "auto") {
       return r.Error(
@@ -122,6 +122,14 @@ Status ParseJob(const PlanReader& r, const json& j, PlanSpec* plan) {
     }
   } else if (c.contains("every_s")) {
     SIMREPLAY_RETURN_IF_ERROR(r.Number(c, "/job/checkpoint", "every_s", &ck.every_s, true, 1, 1e9));
+    ck.auto_interval = false;
+  }
+  if (c.contains("every_steps")) {
+    if (c.contains("every_s")) {
+      return r.Error("/job/checkpoint/every_steps",
+                     "'job.checkpoint' states both 'every_s' and 'every_steps': give one save interval");
+    }
+    SIMREPLAY_RETURN_IF_ERROR(r.Int(c, "/job/checkpoint", "every_steps", &ck.every_steps, true, 1, 1e15));
     ck.auto_interval = false;
   }
   SIMREPLAY_RETURN_IF_ERROR(r.Number(c, "/job/checkpoint", "write_bytes_per_s", &ck.write_bytes_per_s, true, 1, 1e15));

@@ -82,6 +82,9 @@ struct EvalSpec {
 struct CheckpointSpec {
   bool auto_interval = true;  // "every_s": "auto" = Young/Daly
   double every_s = 0;         // when not auto
+  // Saves every this many optimizer steps instead ("every_steps"; 0: by time, every_s): the replay
+  // then places saves and evaluations at their steps (docs/planning.md, "Monte Carlo reservation").
+  int64_t every_steps = 0;
   double write_bytes_per_s = 0;
   double read_bytes_per_s = 0;
   double bytes = 0;  // 0: parameters x (state bytes per parameter without gradients)

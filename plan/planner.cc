@@ -455,6 +455,15 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
     const auto& ph = spec.phases;
     const double download_s = ph.download_bytes > 0 ? ph.download_bytes / ph.download_bytes_per_s : 0;
     const double copy_out_s = ph.copy_out_bytes > 0 ? ph.copy_out_bytes / ph.copy_out_bytes_per_s : 0;
+    // Saves every K steps: the work between two saves is K steps and the evaluations among them.
+    const int64_t save_every_steps = spec.checkpoint.every_steps;
+    auto work_between_saves_s = [&](double training_s) {
+      const double per_step_s = training_s / static_cast<double>(std::max<int64_t>(1, row.total_steps));
+      const double evals = spec.eval.every_steps > 0
+                               ? static_cast<double>(save_every_steps) / static_cast<double>(spec.eval.every_steps)
+                               : 0;
+      return static_cast<double>(save_every_steps) * per_step_s + evals * setup.eval_duration_s;
+    };
     auto make_goodput = [&](double training_s) {
       GoodputInput in;
       in.work_s = training_s + eval_s;
@@ -464,7 +473,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       in.min_interval_s = row.checkpoint.min_interval_s;
       in.restart_s = row.restart.total_s();
       in.auto_interval = spec.checkpoint.auto_interval;
-      in.every_s = spec.checkpoint.every_s;
+      in.every_s = save_every_steps > 0 ? work_between_saves_s(training_s) : spec.checkpoint.every_s;
       return ComputeGoodput(in);
     };
     auto make_budget = [&](double training_s, const Goodput& g) {
@@ -494,6 +503,14 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       // A known failure schedule counts from the job's start; the replay's clock from training's.
       in.known_schedule = spec.reliability.known_failures_given;
       for (double t : spec.reliability.known_failures_s) in.known_failures_s.push_back(t - download_s - ph.preprocess_s);
+      // Saves by step, unless the interval had to be raised (an asynchronous write longer than K steps).
+      if (save_every_steps > 0 && !g.interval_bounded) {
+        in.checkpoint_every_steps = save_every_steps;
+        in.steps = row.total_steps;
+        in.step_s = training_s / static_cast<double>(std::max<int64_t>(1, row.total_steps));
+        in.eval_every_steps = spec.eval.every_steps;
+        in.eval_s = setup.eval_duration_s;
+      }
       ReplayOptions options;
       options.trials = spec.monte_carlo.trials;
       options.seed = seed;

@@ -15,15 +15,51 @@ namespace simreplay::plan {
 
 namespace {
 
-
 // Exponential draw of mean m by inversion; 1 - Unit() is in (0, 1], so the log is finite.
 double DrawExponential(Rng* rng, double m) { return -m * std::log1p(-rng->Unit()); }
+
+// The failure-free work as consecutive segments, each ending with a save: Span(from, to) is the wall
+// time of segments [from, to), saves included, in closed form (no per-segment table, however many).
+class SegmentLayout {
+ public:
+  explicit SegmentLayout(const ReplayInput& in) : in_(in) {
+    if (in.checkpoint_every_steps > 0) {
+      count_ = (in.steps + in.checkpoint_every_steps - 1) / in.checkpoint_every_steps;
+      return;
+    }
+    const double full_d = std::floor(in.work_s / in.checkpoint_interval_s);
+    full_ = static_cast<int64_t>(full_d);
+    rest_ = in.work_s - full_d * in.checkpoint_interval_s;
+    if (rest_ <= 1e-9 * in.checkpoint_interval_s) rest_ = 0;
+    count_ = full_ + (rest_ > 0 ? 1 : 0);
+  }
+  int64_t count() const { return count_; }
+  double Span(int64_t from, int64_t to) const {
+    if (to <= from) return 0;
+    const double delta = in_.checkpoint_write_s, saves = static_cast<double>(to - from);
+    if (in_.checkpoint_every_steps > 0) {
+      const int64_t k = in_.checkpoint_every_steps;
+      const int64_t first = from * k, last = std::min(to * k, in_.steps);  // steps (first, last]
+      const int64_t e = in_.eval_every_steps;
+      const int64_t evals = e > 0 ? last / e - first / e : 0;
+      return static_cast<double>(last - first) * in_.step_s + static_cast<double>(evals) * in_.eval_s + saves * delta;
+    }
+    const int64_t full = std::min(to, full_) - std::min(from, full_);
+    const double partial = to > full_ && rest_ > 0 ? rest_ + delta : 0;
+    return static_cast<double>(full) * (in_.checkpoint_interval_s + delta) + partial;
+  }
+
+ private:
+  const ReplayInput& in_;
+  int64_t count_ = 0, full_ = 0;
+  double rest_ = 0;
+};
 
 }  // namespace
 
 double ReplayTrainingOnceS(const ReplayInput& in, uint64_t seed, int64_t* failures) {
   Rng rng(seed);
-  const double m = in.job_mtbf_s, tau = in.checkpoint_interval_s, delta = in.checkpoint_write_s;
+  const double m = in.job_mtbf_s;
   const bool known = in.known_schedule;
   const double never = std::numeric_limits<double>::infinity();
   size_t known_next = 0;  // the next failure of the known schedule
@@ -48,7 +84,8 @@ double ReplayTrainingOnceS(const ReplayInput& in, uint64_t seed, int64_t* failur
       }
     }
   };
-  if (tau <= 0) {  // continuous free saves: an interruption loses no work, only the restart
+  if (in.checkpoint_every_steps <= 0 && in.checkpoint_interval_s <= 0) {
+    // continuous free saves: an interruption loses no work, only the restart
     double left = in.work_s;
     while (clock + left > next_failure) {
       left -= next_failure - clock;
@@ -56,33 +93,23 @@ double ReplayTrainingOnceS(const ReplayInput& in, uint64_t seed, int64_t* failur
     }
     return clock + left;
   }
-  // Segments: `full` of tau, then the rest (if any); each ends with a save.
-  const double full_d = std::floor(in.work_s / tau);
-  const int64_t full = static_cast<int64_t>(full_d);
-  double rest = in.work_s - full_d * tau;
-  if (rest <= 1e-9 * tau) rest = 0;
-  const int64_t segments = full + (rest > 0 ? 1 : 0);
-  const double full_len = tau + delta;
+  const SegmentLayout layout(in);
+  const int64_t segments = layout.count();
   int64_t done = 0;
   while (done < segments) {
-    // Whole segments that end before the next interruption, in one step (memoryless draws).
-    if (done < full && std::isfinite(next_failure)) {
-      const double fit = std::floor((next_failure - clock) / full_len);
-      const int64_t k = static_cast<int64_t>(std::min(fit, static_cast<double>(full - done)));
-      if (k > 0) {
-        clock += k * full_len;
-        done += k;
-        continue;
+    // The segments that end before the next interruption, found by bisection (Span grows with `to`).
+    int64_t lo = done, hi = segments;
+    if (clock + layout.Span(done, hi) > next_failure) {
+      while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        (clock + layout.Span(done, mid) <= next_failure ? lo : hi) = mid;
       }
-    } else if (done < full) {  // no interruptions at all
-      clock += (full - done) * full_len;
-      done = full;
-      continue;
+    } else {
+      lo = hi;
     }
-    const double len = (done < full ? tau : rest) + delta;
-    if (clock + len <= next_failure) {
-      clock += len;
-      ++done;
+    if (lo > done) {
+      clock += layout.Span(done, lo);
+      done = lo;
     } else {
       recover();  // the segment under way is lost
     }

@@ -26,6 +26,16 @@ struct ReplayInput {
   // trial) and job_mtbf_s is not used. Times past the job's end never happen.
   bool known_schedule = false;
   std::vector<double> known_failures_s;
+  // Saves at step boundaries (job.checkpoint.every_steps = K > 0): segment i is steps (iK, min((i+1)K, N)]
+  // of `steps` = N, each `step_s` long, with an evaluation of `eval_s` after every `eval_every_steps`-th
+  // step (before that step's save, as a training loop that evaluates, then saves), and a save of delta;
+  // work_s is then N x step_s + floor(N / E) x eval_s. With K = 0 the segments are checkpoint_interval_s
+  // of work each (saves by time) and evaluations are spread evenly over the work.
+  int64_t checkpoint_every_steps = 0;
+  int64_t steps = 0;
+  double step_s = 0;
+  int64_t eval_every_steps = 0;
+  double eval_s = 0;
 };
 
 struct ReplayOptions {

@@ -235,6 +235,50 @@ TEST(PlanCli, KnownFailuresReplayExactlyThatSchedule) {
   EXPECT_NE(early.output.find("must fall after the phases before training"), std::string::npos) << early.output;
 }
 
+// job.checkpoint.every_steps end to end: the analytic model's tau is the work of K steps and their
+// share of the evaluations; the replay keeps the saves at their steps, so a failure-free job costs the
+// work and one save per K steps (the last segment shorter), and a failure just after the first save
+// loses only the steps since it.
+TEST(PlanCli, SavesEveryKStepsAreReplayedAtTheirSteps) {
+  fs::path dir = Fresh("plan_every_steps");
+  fs::create_directories(dir);
+  auto plan = nlohmann::json::parse(Slurp(kSmall));
+  plan["scenario"] = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/plan/scenario.json";
+  plan["candidates"]["gpu"] = {"a100-80gb"};
+  plan["candidates"]["nodes"] = {1};
+  plan["prices_per_gpu_hour"] = {{"a100-80gb", 1.8}};
+  const int64_t k = 7000, e = 20000;
+  plan["job"]["checkpoint"].erase("every_s");
+  plan["job"]["checkpoint"]["every_steps"] = k;
+  auto run = [&](const nlohmann::json& known, const std::string& name) {
+    plan["reliability"]["known_failures"] = known;
+    std::ofstream(dir / (name + ".json")) << plan.dump();
+    auto r = RunCli("plan " + (dir / (name + ".json")).string() + " --out " + (dir / name).string() + " --jobs 1");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return nlohmann::json::parse(Slurp(dir / name / "plan.json"))["candidates"][0];
+  };
+  const auto none = run(nlohmann::json::array(), "none");
+  const double day = 86400, buffer = 0.15, eval_once_s = 300;
+  const double training = none["budget"]["training_s"], eval = none["budget"]["eval_s"];
+  const int64_t steps = none["total_steps"];
+  ASSERT_GT(steps, 3 * k);
+  const double step_s = training / static_cast<double>(steps);
+  const auto& g = none["goodput"];
+  EXPECT_NEAR(g["checkpoint_interval_s"].get<double>(), k * step_s + (double(k) / e) * eval_once_s, 1e-8 * 2000);  // 10 digits
+  const double delta = g["checkpoint_write_s"], restart = g["restart_s"];
+  const double fixed = none["budget"]["download_s"].get<double>() + none["budget"]["preprocess_s"].get<double>() +
+                       none["budget"]["export_s"].get<double>() + none["budget"]["copy_out_s"].get<double>();
+  const double saves = std::ceil(static_cast<double>(steps) / k);
+  const double free_s = training + eval + saves * delta;
+  EXPECT_NEAR(none["reservation_monte_carlo"]["expected"]["mean_days"].get<double>() * day,
+              (fixed + free_s) * (1 + buffer), 1e-8 * (fixed + free_s));
+  // The first save ends at K steps + delta (no evaluation before step 20,000); a failure 100 s later.
+  const double first_save_end = k * step_s + delta;
+  const auto one = run({4600 + first_save_end + 100}, "one");
+  EXPECT_NEAR(one["reservation_monte_carlo"]["expected"]["mean_days"].get<double>() * day,
+              (fixed + free_s + 100 + restart) * (1 + buffer), 1e-8 * (fixed + free_s));
+}
+
 TEST(PlanCli, GlobalBatchRuleScalesTheTarget) {
   // Reference global batch 4 samples (given); 1 node x 2 GPUs x batch 8 = 16 samples; 2 nodes = 32.
   // With a critical batch of 16 the samples to target scale by (1 + 32/16) / (1 + 4/16) = 2.4 at 2 nodes and by

@@ -253,6 +253,25 @@ TEST(PlanSpec, KnownFailuresAreAnAscendingScheduleAfterThePhasesBeforeTraining) 
   }
 }
 
+TEST(PlanSpec, SavesMayBeEveryNStepsButNotByTimeAndStepsAtOnce) {
+  const std::string line = R"("every_s": "auto")";
+  auto plan = ParsePlan(Replace(kExample, line, R"("every_steps": 2000)"), "p.json");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->checkpoint.every_steps, 2000);
+  EXPECT_FALSE(plan->checkpoint.auto_interval);
+  EXPECT_EQ(ParsePlan(kExample, "p.json")->checkpoint.every_steps, 0);
+  auto both = ParsePlan(Replace(kExample, line, R"("every_s": 600, "every_steps": 2000)"), "p.json");
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("p.json:6: 'job.checkpoint' states both 'every_s' and 'every_steps'"),
+            std::string::npos)
+      << both.status().message();
+  for (const char* bad : {R"("every_steps": 0)", R"("every_steps": 2.5)", R"("every_steps": "often")"}) {
+    auto r = ParsePlan(Replace(kExample, line, bad), "p.json");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("every_steps"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(PlanSpec, StateBytesPerParameterFollowTheZeroPaper) {
   // Mixed-precision Adam: 2 (bf16 weights) + 2 (grads) + 4 (fp32 master) + 8 (m, v) = 16 B; the
   // checkpoint leaves out the gradients: 14 B.

@@ -254,5 +254,73 @@ TEST(ReservationMonteCarloKnownFailures, FixedPhasesAndBufferWrapTheReplayedPart
   EXPECT_DOUBLE_EQ(d.p_within[1], 0);
 }
 
+// Saves every K steps place the saves and evaluations at their steps. 240 steps of 0.1 s, an
+// evaluation of 1 s after every 60th step, a save of 0.1 s every 30 steps, restart 2 s, one known
+// failure 3.3 s into training. By hand: the first segment (steps 1-30, no evaluation) ends with its
+// save at 3.1 s, before the failure, so only 0.2 s is lost; restart to 5.3 s; then steps 31-240 (21 s),
+// their 4 evaluations (4 s) and 7 saves (0.7 s): 31.0 s. Spread evenly (saves every 3.5 s of work,
+// the same mean), the first save would come at 3.6 s, after the failure: 34.1 s.
+ReplayInput StepJob() {
+  ReplayInput in;
+  in.work_s = 240 * 0.1 + 4 * 1.0;
+  in.checkpoint_interval_s = 30 * 0.1 + 0.5 * 1.0;
+  in.checkpoint_write_s = 0.1;
+  in.restart_s = 2;
+  in.known_schedule = true;
+  in.known_failures_s = {3.3};
+  in.checkpoint_every_steps = 30;
+  in.steps = 240;
+  in.step_s = 0.1;
+  in.eval_every_steps = 60;
+  in.eval_s = 1.0;
+  return in;
+}
+
+TEST(ReservationMonteCarlo, SavesEveryKStepsAreReplayedAtTheirStepsWithEvaluationsInPlace) {
+  ReplayInput in = StepJob();
+  int64_t failures = 0;
+  EXPECT_NEAR(ReplayTrainingOnceS(in, 1, &failures), 31.0, 1e-9);
+  EXPECT_EQ(failures, 1);
+  ReplayInput spread = in;
+  spread.checkpoint_every_steps = 0;
+  EXPECT_NEAR(ReplayTrainingOnceS(spread, 1, &failures), 34.1, 1e-9);
+  // A failure inside the second segment (steps 31-60, the evaluation after step 60, the save: 3.1 to
+  // 7.2 s) loses 3.9 s; after the restart at 9.0 s: steps 31-240 (21 s), 4 evaluations, 7 saves = 25.7 s.
+  in.known_failures_s = {7.0};
+  EXPECT_NEAR(ReplayTrainingOnceS(in, 1, &failures), 9.0 + 25.7, 1e-9);
+  // No failure: the work and one save per segment, however the segments are laid out.
+  in.known_failures_s.clear();
+  spread.known_failures_s.clear();
+  EXPECT_NEAR(ReplayTrainingOnceS(in, 1, &failures), 28.0 + 8 * 0.1, 1e-9);
+  EXPECT_NEAR(ReplayTrainingOnceS(spread, 1, &failures), 28.0 + 8 * 0.1, 1e-9);
+  EXPECT_EQ(failures, 0);
+  // A last, shorter segment: 100 steps saved every 30 -> segments of 30, 30, 30 and 10 steps.
+  in.steps = 100;
+  in.eval_every_steps = 0;
+  in.work_s = 10;
+  EXPECT_NEAR(ReplayTrainingOnceS(in, 1, &failures), 10 + 4 * 0.1, 1e-9);
+  in.known_failures_s = {9.5};  // inside the last segment (9.3 .. 10.4): loses 0.2 s
+  EXPECT_NEAR(ReplayTrainingOnceS(in, 1, &failures), 9.5 + 2 + 1.0 + 0.1, 1e-9);
+}
+
+// Without evaluations and with K dividing the steps, saves by step and by time are the same
+// segments: drawn failures give the same trials.
+TEST(ReservationMonteCarlo, StepSavesWithoutEvaluationsEqualTimeSavesForDrawnFailures) {
+  ReplayInput steps = StepJob();
+  steps.known_schedule = false;
+  steps.known_failures_s.clear();
+  steps.eval_every_steps = 0;
+  steps.work_s = 24;
+  steps.checkpoint_interval_s = 3;
+  steps.job_mtbf_s = 10;
+  ReplayInput time = steps;
+  time.checkpoint_every_steps = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    int64_t fs = 0, ft = 0;
+    EXPECT_NEAR(ReplayTrainingOnceS(steps, seed, &fs), ReplayTrainingOnceS(time, seed, &ft), 1e-9) << seed;
+    EXPECT_EQ(fs, ft) << seed;
+  }
+}
+
 }  // namespace
 }  // namespace simreplay::plan
