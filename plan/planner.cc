@@ -457,12 +457,14 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
     const double copy_out_s = ph.copy_out_bytes > 0 ? ph.copy_out_bytes / ph.copy_out_bytes_per_s : 0;
     // Saves every K steps: the work between two saves is K steps and the evaluations among them.
     const int64_t save_every_steps = spec.checkpoint.every_steps;
+    auto step_s = [&](double training_s) {
+      return training_s / static_cast<double>(std::max<int64_t>(1, row.total_steps));
+    };
     auto work_between_saves_s = [&](double training_s) {
-      const double per_step_s = training_s / static_cast<double>(std::max<int64_t>(1, row.total_steps));
       const double evals = spec.eval.every_steps > 0
                                ? static_cast<double>(save_every_steps) / static_cast<double>(spec.eval.every_steps)
                                : 0;
-      return static_cast<double>(save_every_steps) * per_step_s + evals * setup.eval_duration_s;
+      return static_cast<double>(save_every_steps) * step_s(training_s) + evals * setup.eval_duration_s;
     };
     auto make_goodput = [&](double training_s) {
       GoodputInput in;
@@ -507,7 +509,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       if (save_every_steps > 0 && !g.interval_bounded) {
         in.checkpoint_every_steps = save_every_steps;
         in.steps = row.total_steps;
-        in.step_s = training_s / static_cast<double>(std::max<int64_t>(1, row.total_steps));
+        in.step_s = step_s(training_s);
         in.eval_every_steps = spec.eval.every_steps;
         in.eval_s = setup.eval_duration_s;
       }
