@@ -178,25 +178,44 @@ std::string OneGpuSmallPlan(const std::string& job_extra, const std::string& nod
   return text;
 }
 
+// The small plan narrowed to one candidate (a100-80gb x 1 node), for the known-schedule replays.
+nlohmann::json OneCandidatePlan() {
+  auto plan = nlohmann::json::parse(Slurp(kSmall));
+  plan["scenario"] = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/plan/scenario.json";
+  plan["candidates"]["gpu"] = {"a100-80gb"};
+  plan["candidates"]["nodes"] = {1};
+  plan["prices_per_gpu_hour"] = {{"a100-80gb", 1.8}};
+  return plan;
+}
+
+// Plans `plan` with reliability.known_failures = known into dir/name; returns its one candidate row.
+nlohmann::json RunWithKnownFailures(const fs::path& dir, nlohmann::json* plan, const nlohmann::json& known,
+                                    const std::string& name) {
+  (*plan)["reliability"]["known_failures"] = known;
+  std::ofstream(dir / (name + ".json")) << plan->dump();
+  auto r = RunCli("plan " + (dir / (name + ".json")).string() + " --out " + (dir / name).string() + " --jobs 1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return nlohmann::json::parse(Slurp(dir / name / "plan.json"))["candidates"][0];
+}
+
+// The phases outside training that the replay adds as they are.
+double FixedPhasesS(const nlohmann::json& row) {
+  const auto& b = row["budget"];
+  return b["download_s"].get<double>() + b["preprocess_s"].get<double>() + b["export_s"].get<double>() +
+         b["copy_out_s"].get<double>();
+}
+
 // reliability.known_failures end to end: one deterministic trial whose total is, by hand, the failure-free
 // replay (phases + work + one save per segment of tau) plus, per failure, the work since the last save
 // and a restart; optimistic <= expected <= pessimistic.
 TEST(PlanCli, KnownFailuresReplayExactlyThatSchedule) {
   fs::path dir = Fresh("plan_known_failures");
   fs::create_directories(dir);
-  auto plan = nlohmann::json::parse(Slurp(kSmall));
-  plan["scenario"] = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/plan/scenario.json";
-  plan["candidates"]["gpu"] = {"a100-80gb"};
-  plan["candidates"]["nodes"] = {1};
-  plan["prices_per_gpu_hour"] = {{"a100-80gb", 1.8}};
+  auto plan = OneCandidatePlan();
   // Before training: download 1e12 B at 1e9 B/s + preprocess 3,600 s = 4,600 s.
   const double before_training_s = 4600, failure_s = 4600 + 10000;
   auto run = [&](const nlohmann::json& known, const std::string& name) {
-    plan["reliability"]["known_failures"] = known;
-    std::ofstream(dir / (name + ".json")) << plan.dump();
-    auto r = RunCli("plan " + (dir / (name + ".json")).string() + " --out " + (dir / name).string() + " --jobs 1");
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return nlohmann::json::parse(Slurp(dir / name / "plan.json"))["candidates"][0];
+    return RunWithKnownFailures(dir, &plan, known, name);
   };
   const auto none = run(nlohmann::json::array(), "none");
   const auto one = run({failure_s}, "one");
@@ -208,8 +227,7 @@ TEST(PlanCli, KnownFailuresReplayExactlyThatSchedule) {
   const auto& g = none["goodput"];
   const double tau = g["checkpoint_interval_s"], delta = g["checkpoint_write_s"], restart = g["restart_s"];
   const double work = none["budget"]["training_s"].get<double>() + none["budget"]["eval_s"].get<double>();
-  const double fixed = none["budget"]["download_s"].get<double>() + none["budget"]["preprocess_s"].get<double>() +
-                       none["budget"]["export_s"].get<double>() + none["budget"]["copy_out_s"].get<double>();
+  const double fixed = FixedPhasesS(none);
   const double free_s = work + std::ceil(work / tau) * delta;
   EXPECT_NEAR(mc["expected"]["mean_days"].get<double>() * day, (fixed + free_s) * (1 + buffer),
               1e-8 * (fixed + free_s));  // plan.json rounds to 10 digits
@@ -242,20 +260,12 @@ TEST(PlanCli, KnownFailuresReplayExactlyThatSchedule) {
 TEST(PlanCli, SavesEveryKStepsAreReplayedAtTheirSteps) {
   fs::path dir = Fresh("plan_every_steps");
   fs::create_directories(dir);
-  auto plan = nlohmann::json::parse(Slurp(kSmall));
-  plan["scenario"] = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/plan/scenario.json";
-  plan["candidates"]["gpu"] = {"a100-80gb"};
-  plan["candidates"]["nodes"] = {1};
-  plan["prices_per_gpu_hour"] = {{"a100-80gb", 1.8}};
+  auto plan = OneCandidatePlan();
   const int64_t k = 7000, e = 20000;
   plan["job"]["checkpoint"].erase("every_s");
   plan["job"]["checkpoint"]["every_steps"] = k;
   auto run = [&](const nlohmann::json& known, const std::string& name) {
-    plan["reliability"]["known_failures"] = known;
-    std::ofstream(dir / (name + ".json")) << plan.dump();
-    auto r = RunCli("plan " + (dir / (name + ".json")).string() + " --out " + (dir / name).string() + " --jobs 1");
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return nlohmann::json::parse(Slurp(dir / name / "plan.json"))["candidates"][0];
+    return RunWithKnownFailures(dir, &plan, known, name);
   };
   const auto none = run(nlohmann::json::array(), "none");
   const double day = 86400, buffer = 0.15, eval_once_s = 300;
@@ -266,8 +276,7 @@ TEST(PlanCli, SavesEveryKStepsAreReplayedAtTheirSteps) {
   const auto& g = none["goodput"];
   EXPECT_NEAR(g["checkpoint_interval_s"].get<double>(), k * step_s + (double(k) / e) * eval_once_s, 1e-8 * 2000);  // 10 digits
   const double delta = g["checkpoint_write_s"], restart = g["restart_s"];
-  const double fixed = none["budget"]["download_s"].get<double>() + none["budget"]["preprocess_s"].get<double>() +
-                       none["budget"]["export_s"].get<double>() + none["budget"]["copy_out_s"].get<double>();
+  const double fixed = FixedPhasesS(none);
   const double saves = std::ceil(static_cast<double>(steps) / k);
   const double free_s = training + eval + saves * delta;
   EXPECT_NEAR(none["reservation_monte_carlo"]["expected"]["mean_days"].get<double>() * day,
