@@ -112,6 +112,10 @@ nlohmann::json TuneJson(const std::string& scenario_path, const TuneResult& r, c
   for (const auto& e : r.runners_up) runners.push_back(EvaluatedJson(e));
   nlohmann::json rejections = nlohmann::json::array();
   for (const auto& x : r.rejections) rejections.push_back({{"axis", x.axis}, {"value", x.value}, {"reason", x.reason}});
+  nlohmann::json reverted = nlohmann::json::array();
+  for (const auto& x : r.reverted) {
+    reverted.push_back({{"setting", x.setting}, {"value", x.value}, {"kept", x.kept}, {"gain", Round9(x.gain)}});
+  }
   return {{"schema", kTuneSchema},
           {"scenario", scenario_path},
           {"objective", o.objective == TuneObjective::kThroughput ? "throughput" : "cost"},
@@ -120,8 +124,10 @@ nlohmann::json TuneJson(const std::string& scenario_path, const TuneResult& r, c
            {{"method", "coordinate descent over the knobs, axes ordered by the causal profile's gains, memoised"},
             {"axis_order", r.axis_order},
             {"move_threshold", kMoveThreshold},
+            {"min_setting_gain", kMinSettingGain},
             {"budget_configurations", o.budget},
             {"configurations", r.configurations},
+            {"revert_configurations", r.revert_configurations},
             {"simulations", r.simulations},
             {"passes", r.passes},
             {"budget_exhausted", r.budget_exhausted},
@@ -130,6 +136,7 @@ nlohmann::json TuneJson(const std::string& scenario_path, const TuneResult& r, c
           {"current", EvaluatedJson(r.current)},
           {"best", EvaluatedJson(r.best)},
           {"changed", ChangedFactors(r)},
+          {"reverted", reverted},
           {"gain", Round9(r.gain)},
           {"gain_low", Round9(r.gain_low)},
           {"gain_high", Round9(r.gain_high)},
@@ -171,6 +178,10 @@ std::string TuneText(const TuneResult& r) {
                        100 * kMinRecommendedGain);
   } else {
     out += fmt::format("  predicted gain {} [{} .. {}]\n", SignedPct(r.gain), SignedPct(r.gain_low), SignedPct(r.gain_high));
+  }
+  for (const auto& x : r.reverted) {
+    out += fmt::format("  kept {} = {}: {} bought only {} by itself (< {:.0f}% a changed setting must buy)\n", x.setting,
+                       x.kept, x.value, SignedPct(x.gain), 100 * kMinSettingGain);
   }
   for (const auto& e : r.runners_up) {
     out += fmt::format("  runner-up {}  {:.2f} samples/s\n", DescribeKnobs(e.knobs), e.metrics.train_samples_per_s);

@@ -300,8 +300,9 @@ class Search {
 
   // Simulates the configurations not simulated yet (in parallel), at most what the budget leaves. A
   // configuration over a static limit is not simulated, unless `reference` (the current one, which
-  // every gain is measured from, is simulated whatever limit it breaks).
-  Status Evaluate(const std::vector<Knobs>& wanted, bool reference = false) {
+  // every gain is measured from, is simulated whatever limit it breaks). `beyond_budget`: the answer's
+  // single-setting reverts, at most one per setting it changes, which the budget must not refuse.
+  Status Evaluate(const std::vector<Knobs>& wanted, bool reference = false, bool beyond_budget = false) {
     std::vector<Knobs> todo;
     for (const auto& k : wanted) {
       if (memo_.count(k) || std::find(todo.begin(), todo.end(), k) != todo.end()) continue;
@@ -310,7 +311,7 @@ class Search {
         memo_[k] = Evaluated{k, {}, kInfeasible, false, why};
         continue;
       }
-      if (configurations_ + static_cast<int>(todo.size()) >= options_.budget) {
+      if (!beyond_budget && configurations_ + static_cast<int>(todo.size()) >= options_.budget) {
         budget_exhausted_ = true;
         break;
       }
@@ -319,7 +320,7 @@ class Search {
     auto evaluated = Simulate(todo, 0);
     if (!evaluated.ok()) return evaluated.status();
     for (auto& e : *evaluated) {
-      if (e.simulated) ++configurations_;
+      if (e.simulated) ++(beyond_budget ? revert_configurations_ : configurations_);
       memo_[e.knobs] = std::move(e);
     }
     return Status::Ok();
@@ -338,6 +339,7 @@ class Search {
 
   const std::map<Knobs, Evaluated>& memo() const { return memo_; }
   int configurations() const { return configurations_; }
+  int revert_configurations() const { return revert_configurations_; }
   int simulations() const { return simulations_; }
   bool budget_exhausted() const { return budget_exhausted_; }
   int budget_left() const { return options_.budget - configurations_; }
@@ -417,6 +419,7 @@ class Search {
   const std::vector<ToolCheck>& tools_;
   double ram_cache_bytes_ = 0;
   std::map<Knobs, Evaluated> memo_;
+  int revert_configurations_ = 0;  // simulated beyond the budget: single-setting reverts of the answer
   int configurations_ = 0, simulations_ = 0;
   bool budget_exhausted_ = false;
 };
@@ -538,6 +541,41 @@ Status Halve(Search& search, const std::vector<const Axis*>& axes, const std::ma
   SIMREPLAY_RETURN_IF_ERROR(search.Evaluate(candidates));
   h->rungs.push_back({full_steps, static_cast<int>(candidates.size()), static_cast<int>(candidates.size())});
   return Status::Ok();
+}
+
+// Every setting `answer` changes from `current` earns its place: the one whose reverting alone costs
+// least is reverted (re-simulated) while that costs under kMinSettingGain of the objective, so that a
+// user never changes a setting for a difference the model does not resolve on real runs.
+Status RevertUnearnedSettings(Search& search, const std::vector<const Axis*>& axes, const Knobs& current,
+                              Knobs* answer, std::vector<RevertedSetting>* reverted) {
+  while (true) {
+    std::vector<std::pair<const Axis*, Knobs>> reverts;
+    for (const Axis* axis : axes) {
+      if (axis->show(*answer) == axis->show(current)) continue;
+      Knobs k = *answer;
+      axis->copy(current, &k);
+      if (!(k == *answer)) reverts.emplace_back(axis, k);
+    }
+    std::vector<Knobs> wanted;
+    for (const auto& r : reverts) wanted.push_back(r.second);
+    SIMREPLAY_RETURN_IF_ERROR(search.Evaluate(wanted, /*reference=*/false, /*beyond_budget=*/true));
+    const Evaluated* here = search.Find(*answer);
+    const std::pair<const Axis*, Knobs>* cheapest = nullptr;
+    double cheapest_objective = kInfeasible;
+    for (const auto& r : reverts) {
+      const Evaluated* e = search.Find(r.second);
+      if (e == nullptr || !e->feasible || e->objective <= cheapest_objective) continue;
+      cheapest = &r;
+      cheapest_objective = e->objective;
+    }
+    if (here == nullptr || cheapest == nullptr || cheapest_objective <= 0 ||
+        here->objective >= cheapest_objective * (1 + kMinSettingGain)) {
+      return Status::Ok();
+    }
+    reverted->push_back({cheapest->first->name, cheapest->first->show(*answer), cheapest->first->show(current),
+                         here->objective / cheapest_objective - 1});
+    *answer = cheapest->second;
+  }
 }
 
 // How many settings `a` changes from `b`.
@@ -783,6 +821,7 @@ Result<TuneResult> Tune(const scenarios::Scenario& scenario, const TuneOptions& 
     }
   }
   best = answer != nullptr ? answer->knobs : current;
+  SIMREPLAY_RETURN_IF_ERROR(RevertUnearnedSettings(search, axes, current, &best, &result.reverted));
   if (result.current.feasible && search.Find(best)->objective < result.current.objective * (1 + kMinRecommendedGain)) {
     best = current;
   }
@@ -805,6 +844,7 @@ Result<TuneResult> Tune(const scenarios::Scenario& scenario, const TuneOptions& 
     for (auto& r : rejections[axes[i]->name]) result.rejections.push_back(std::move(r));
   }
   result.configurations = search.configurations();
+  result.revert_configurations = search.revert_configurations();
   result.simulations = search.simulations() + result.profile.simulations;
   result.budget_exhausted = search.budget_exhausted();
   return result;

@@ -14,8 +14,10 @@
 // simulated at full length). Configurations are simulated once (memoised). Ties keep the earlier value:
 // the same inputs give the same search and result, whatever `jobs` is. The answer is, among the
 // feasible full-length configurations within kMoveThreshold of the best one, the one that changes the
-// fewest settings; it replaces the current configuration only when it buys kMinRecommendedGain (5%),
-// as every recommendation must.
+// fewest settings; then each setting it changes must buy kMinSettingGain by itself (the one buying
+// least is reverted to its current value and re-simulated, until every change left earns its place);
+// it replaces the current configuration only when it buys kMinRecommendedGain (5%), as every
+// recommendation must.
 #pragma once
 
 #include <functional>
@@ -33,6 +35,11 @@ namespace simreplay::advise {
 // A move must buy at least this share of the objective (below it, simulator noise across configurations
 // and the validated error band make the difference meaningless).
 inline constexpr double kMoveThreshold = 0.01;
+// Every setting the answer changes must buy at least this share of the objective by itself (reverting
+// it alone to its current value costs that much), or it is reverted. Single-setting effects predicted
+// below it were not borne out on real runs: prefetch_factor 2 -> 4 predicted +0% to +1%, measured -10%
+// to +8% (docs/advice.md, "Every change earns its place").
+inline constexpr double kMinSettingGain = 0.02;
 // A value within this share of its axis's chosen value (in the descent's last pass) is a contender for
 // the joint neighbourhood that successive halving ranks.
 inline constexpr double kContenderShare = 0.10;
@@ -122,16 +129,26 @@ struct Halving {
   std::string skipped_because; // "" when it ran
 };
 
+// A setting the answer no longer changes because it bought less than kMinSettingGain by itself.
+struct RevertedSetting {
+  std::string setting;  // the axis name: "prefetch_factor", "data.format", ...
+  std::string value;    // what the search's answer had set it to
+  std::string kept;     // the current configuration's value, which the recommendation keeps
+  double gain = 0;      // what the setting bought by itself (the answer's objective over the reverted one, - 1)
+};
+
 struct TuneResult {
   Evaluated current;
   Evaluated best;
   double gain = 0, gain_low = 0, gain_high = 0;  // best vs current, objective
   std::vector<Evaluated> runners_up;             // the next best feasible configurations, at most 3
   std::vector<Rejection> rejections;             // from the final pass, per axis
+  std::vector<RevertedSetting> reverted;         // changes of the search's answer that bought too little
   std::vector<std::string> axis_order;           // the order the search used, and why
   std::vector<std::string> constraints;          // the limits applied, in words
   double memory_limit_bytes = 0;                 // predicted peak host memory allowed; 0 = unknown
   int configurations = 0, simulations = 0, passes = 0;  // full-length; simulations include the short rungs
+  int revert_configurations = 0;  // full-length, beyond the budget: the answer's single-setting reverts
   bool budget_exhausted = false;
   CausalProfile profile;  // the seeding profile of the current configuration
   Halving halving;

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "advise/tune_outputs.h"
 #include "tests/advise/advise_test_util.h"
 
@@ -30,15 +32,74 @@ TEST(Tuner, NeverPicksAConfigurationThatBreaksALimitAndSaysWhatBoundIt) {
   // Nothing under 5% is ever recommended: either the current configuration stays or the gain is >= 5%.
   EXPECT_TRUE(r->best.knobs == r->current.knobs || r->gain >= kMinRecommendedGain) << r->gain;
   EXPECT_LE(r->configurations, o.budget);
-  EXPECT_EQ(r->simulations, 2 * r->configurations + r->halving.short_simulations + r->profile.simulations);
+  EXPECT_EQ(r->simulations, 2 * (r->configurations + r->revert_configurations) + r->halving.short_simulations +
+                                r->profile.simulations);
   // The best simulated feasible configuration is the answer unless it buys under 1% over the current one.
-  // (Among those within 1% of the best, the fewest changes win: a runner-up may be up to 1% above.)
-  const double ceiling =
-      r->best.knobs == r->current.knobs ? r->best.objective * (1 + kMinRecommendedGain) : r->best.objective * (1 + kMoveThreshold);
+  // (Among those within 1% of the best, the fewest changes win: a runner-up may be up to 1% above, and
+  // up to 2% more per setting reverted for buying too little by itself.)
+  const double reverts = std::pow(1 + kMinSettingGain, static_cast<double>(r->reverted.size()));
+  const double ceiling = r->best.knobs == r->current.knobs ? r->best.objective * (1 + kMinRecommendedGain) * reverts
+                                                           : r->best.objective * (1 + kMoveThreshold) * reverts;
   for (const auto& e : r->runners_up) {
     EXPECT_TRUE(e.feasible);
     EXPECT_LE(e.objective, ceiling);
   }
+}
+
+// The predicted objective of `s` at the loader settings of `k` (a tune run whose current configuration
+// it is: the same simulation path as the search's).
+double ObjectiveAt(const scenarios::Scenario& s, const Knobs& k, sim::CostCache* cache) {
+  scenarios::Scenario at = s;
+  at.loader.num_workers = k.num_workers;
+  at.loader.prefetch_factor = k.prefetch_factor;
+  at.loader.pin_memory = k.pin_memory;
+  at.loader.persistent_workers = k.persistent_workers;
+  TuneOptions o;
+  o.budget = 1;
+  auto r = Tune(at, o, cache);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? r->current.objective : 0;
+}
+
+TEST(Tuner, EverySettingTheRecommendationChangesBuysTwoPercentByItself) {
+  sim::CostCache cache;
+  // From one worker at prefetch_factor 8, the search's answer (2 persistent workers at prefetch_factor
+  // 1) changes prefetch_factor for under 1%, which is reverted; workers and persistence earn their place.
+  auto s = Quickstart({{"train", {{"steps", 20}}},
+                       {"loader", {{"num_workers", 1}, {"prefetch_factor", 8}, {"persistent_workers", false}}}});
+  TuneOptions o;
+  o.jobs = 2;
+  auto r = Tune(s, o, &cache);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Knobs& best = r->best.knobs;
+  const Knobs& now = r->current.knobs;
+  ASSERT_FALSE(best == now);
+  ASSERT_EQ(best.format, now.format) << "this test reverts loader settings only";
+  // Each changed setting, reverted alone, must cost at least kMinSettingGain of the objective.
+  std::vector<Knobs> reverts(4, best);
+  reverts[0].num_workers = now.num_workers;
+  reverts[1].prefetch_factor = now.prefetch_factor;
+  reverts[2].pin_memory = now.pin_memory;
+  reverts[3].persistent_workers = now.persistent_workers;
+  int checked = 0;
+  for (const auto& k : reverts) {
+    if (k == best || (k.num_workers == 0 && k.persistent_workers)) continue;  // unchanged, or not a PyTorch setting
+    EXPECT_GE(r->best.objective, ObjectiveAt(s, k, &cache) * (1 + kMinSettingGain)) << DescribeKnobs(k);
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
+  // What was reverted bought less than that, and is reported so.
+  ASSERT_EQ(r->reverted.size(), 1u);
+  EXPECT_EQ(r->reverted[0].setting, "prefetch_factor");
+  EXPECT_EQ(r->reverted[0].kept, "8");
+  EXPECT_EQ(best.prefetch_factor, 8);
+  for (const auto& x : r->reverted) {
+    EXPECT_LT(x.gain, kMinSettingGain) << x.setting;
+    EXPECT_NE(x.value, x.kept) << x.setting;
+  }
+  const auto json = TuneJson("s", *r, o);
+  EXPECT_EQ(json["reverted"].size(), r->reverted.size());
+  EXPECT_EQ(json["search"]["min_setting_gain"].get<double>(), kMinSettingGain);
 }
 
 TEST(Tuner, SameResultWhateverTheParallelism) {
