@@ -25,7 +25,18 @@ DataLoader::DataLoader(const RankContext& rank, NodeState* node, const Distribut
       // A streamed tier: only the workers that were assigned a shard deliver (sim/remote_storage.h).
       active_workers_(ActiveStreamWorkers(
           StreamShards(input.scenario, sampler.per_rank_samples() * std::max(1, config.ranks)),
-          std::max(1, config.ranks), rank.rank, input.scenario.loader.num_workers)) {}
+          std::max(1, config.ranks), rank.rank, input.scenario.loader.num_workers)) {
+  if (const models::StorageTier* streamed = StreamedTier(input.scenario)) {
+    task_workers_ = StreamTaskWorkers(sampler.per_rank_samples() * std::max(1, config.ranks), streamed->shard_samples,
+                                      std::max(1, config.ranks), rank.rank, loader_.num_workers,
+                                      sampler.batches_per_epoch());
+  }
+}
+
+SimQueue<DataLoader::Task>& DataLoader::QueueOfTask(int64_t task) const {
+  const int64_t worker = task_workers_.empty() ? task % active_workers_ : task_workers_[static_cast<size_t>(task)];
+  return *queues_->index_queues[static_cast<size_t>(worker)];
+}
 
 double DataLoader::CostScale(int track) const {
   const auto& cpu = input_.model.cpu;
@@ -200,8 +211,7 @@ void DataLoader::StartEpoch(int64_t epoch) {
     sg4::this_actor::sleep_for(input_.model.cpu.worker_resume_s * workers);
     recorder.Span(rank_.rank, kTrackMain, "iter() resume", t0);
   }
-  for (int64_t t = 0; t < next_task_; ++t)
-    queues_->index_queues[static_cast<size_t>(t % active_workers_)]->Push(Task{epoch, t, false});
+  for (int64_t t = 0; t < next_task_; ++t) QueueOfTask(t).Push(Task{epoch, t, false});
 }
 
 FinishedBatch DataLoader::Next(int64_t b) {
@@ -230,7 +240,7 @@ FinishedBatch DataLoader::Next(int64_t b) {
   stats.main_busy_s += sg4::Engine::get_clock() - t_main;
   // Handing a batch over is what sends the next task (_try_put_index), to worker (task mod W).
   if (next_task_ < sampler_.batches_per_epoch()) {
-    queues_->index_queues[static_cast<size_t>(next_task_ % active_workers_)]->Push(Task{epoch_, next_task_, false});
+    QueueOfTask(next_task_).Push(Task{epoch_, next_task_, false});
     ++next_task_;
   }
   return batch;

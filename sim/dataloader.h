@@ -67,6 +67,10 @@ class DataLoader {
   const scenarios::LoaderConfig& loader_;
   double collate_per_sample_s_ = 0;
   int active_workers_ = 0;  // workers that get tasks: all, or those assigned a shard of a streamed tier
+  // A streamed tier whose workers hold different shares: the worker of each task of an epoch (empty:
+  // task t goes to worker t mod active_workers_). sim/remote_storage.h, StreamTaskWorkers.
+  std::vector<int> task_workers_;
+  SimQueue<Task>& QueueOfTask(int64_t task) const;
   int64_t epoch_ = 0;
   IteratorQueues* queues_ = nullptr;
   std::map<int64_t, FinishedBatch> reorder_;                // _task_info: results that arrived before their turn

@@ -26,6 +26,49 @@ int ActiveStreamWorkers(int64_t shards, int ranks, int rank, int workers) {
   return static_cast<int>(std::clamp<int64_t>(shards - first_reader, 1, workers));
 }
 
+std::vector<int> StreamTaskWorkers(int64_t dataset_samples, int64_t shard_samples, int ranks, int rank, int workers,
+                                   int64_t batches_per_epoch) {
+  if (shard_samples <= 0 || dataset_samples <= 0 || workers <= 1 || batches_per_epoch <= 0) return {};
+  const int64_t shards = (dataset_samples + shard_samples - 1) / shard_samples;
+  const int64_t readers = static_cast<int64_t>(std::max(1, ranks)) * workers;
+  const int64_t first_reader = static_cast<int64_t>(rank) * workers;
+  std::vector<int64_t> samples(static_cast<size_t>(workers), 0);
+  for (int64_t s = 0; s < shards; ++s) {
+    const int64_t reader = s % readers;
+    if (reader < first_reader || reader >= first_reader + workers) continue;
+    samples[static_cast<size_t>(reader - first_reader)] += std::min(shard_samples, dataset_samples - s * shard_samples);
+  }
+  int64_t total = 0;
+  for (int64_t n : samples) total += n;
+  if (total == 0) return {};
+  bool even = true;
+  for (int64_t n : samples) even = even && (n == 0 || n == samples[0]);
+  if (even) return {};
+  // The epoch's batches in proportion to each worker's samples, largest remainders first (ties: the
+  // lower worker), so that they add up to batches_per_epoch.
+  std::vector<int64_t> batches(samples.size(), 0);
+  std::vector<std::pair<int64_t, int>> remainders;
+  int64_t given = 0;
+  for (size_t w = 0; w < samples.size(); ++w) {
+    batches[w] = samples[w] * batches_per_epoch / total;
+    given += batches[w];
+    remainders.emplace_back(-(samples[w] * batches_per_epoch % total), static_cast<int>(w));
+  }
+  std::sort(remainders.begin(), remainders.end());
+  for (size_t i = 0; given < batches_per_epoch; ++i, ++given) ++batches[static_cast<size_t>(remainders[i].second)];
+  // Round-robin over the workers with batches left.
+  std::vector<int> order;
+  order.reserve(static_cast<size_t>(batches_per_epoch));
+  while (static_cast<int64_t>(order.size()) < batches_per_epoch) {
+    for (size_t w = 0; w < batches.size(); ++w) {
+      if (batches[w] == 0) continue;
+      --batches[w];
+      order.push_back(static_cast<int>(w));
+    }
+  }
+  return order;
+}
+
 void AddStreamingWarnings(const scenarios::Scenario& s, int64_t dataset_samples, int ranks,
                           std::vector<std::string>* warnings) {
   const int64_t shards = StreamShards(s, dataset_samples);

@@ -1,5 +1,7 @@
 // Closed-form checks of storage.tiers in the simulator: a cold first epoch that falls through to the
 // slowest tier, warm later epochs, and a tier's stream limit. Runs forked (one SimGrid engine each).
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "sim/isolated_run.h"
@@ -119,6 +121,37 @@ TEST(StorageTiersSim, WorkersWithoutAShardDeliverNothing) {
   EXPECT_NEAR(Makespan(in), 0.1, 1e-5);
   in.scenario.storage.tiers[0].shard_samples = 1;  // 8 shards: 100 ms per read, 2 rounds
   EXPECT_NEAR(Makespan(in), 0.2, 1e-5);
+}
+
+TEST(StorageTiersSim, AWorkerWhoseShardsRunOutLeavesTheCycle) {
+  // 2 workers, batch 1, 12 samples in shards of 4: worker 0 streams shards 0 and 2 (8 samples), worker
+  // 1 shard 1 (4 samples). Reads cost 100 ms / 4 = 25 ms. Tasks alternate until worker 1 is exhausted,
+  // then go to worker 0 alone: its 8 reads take 200 ms (alternating all 12 would take 150 ms).
+  auto costs = Reads(12);
+  SimInput in = Bare(&costs, 2, 1, 1);
+  in.scenario.storage.tiers = {Tier(models::TierKind::kObjectStore, 0.1, 1e15)};
+  in.scenario.storage.tiers[0].shard_samples = 4;
+  EXPECT_NEAR(Makespan(in), 0.2, 1e-5);
+}
+
+TEST(RemoteStorage, TasksFollowTheWorkersShares) {
+  EXPECT_EQ(StreamTaskWorkers(12, 4, 1, 0, 2, 12), (std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 0, 0}));
+  EXPECT_TRUE(StreamTaskWorkers(16, 4, 1, 0, 2, 16).empty());  // 2 shards each: even, t mod 2
+  EXPECT_TRUE(StreamTaskWorkers(12, 0, 1, 0, 2, 12).empty());  // not streamed
+  EXPECT_TRUE(StreamTaskWorkers(12, 4, 1, 0, 1, 12).empty());  // one worker
+  // The validation's 160 samples in shards of 64 (64, 64, 32) at batch 8: at 2 workers 96 and 64
+  // samples, 12 and 8 batches; at 4 workers the fourth gets none and the third half as many.
+  const auto two = StreamTaskWorkers(160, 64, 1, 0, 2, 20);
+  ASSERT_EQ(two.size(), 20u);
+  EXPECT_EQ(std::count(two.begin(), two.end(), 0), 12);
+  EXPECT_EQ(std::vector<int>(two.end() - 4, two.end()), (std::vector<int>{0, 0, 0, 0}));
+  const auto four = StreamTaskWorkers(160, 64, 1, 0, 4, 20);
+  EXPECT_EQ(std::count(four.begin(), four.end(), 2), 4);
+  EXPECT_EQ(std::count(four.begin(), four.end(), 3), 0);
+  // Two ranks of 2 workers, 5 shards of 10: rank 0 readers 0, 1 get shards {0, 4} and {1}; rank 1
+  // readers 2, 3 get {2} and {3}: even.
+  EXPECT_EQ(StreamTaskWorkers(50, 10, 2, 0, 2, 3), (std::vector<int>{0, 1, 0}));
+  EXPECT_TRUE(StreamTaskWorkers(50, 10, 2, 1, 2, 2).empty());
 }
 
 TEST(RemoteStorage, ActiveWorkersAndTheFinding) {

@@ -11,11 +11,13 @@ Per server configuration (first-byte latency x per-connection rate; the link 1 G
      connection, as urllib makes them) at each worker count, uncaptured, --reps times, interleaved;
   3. predictions: storage.tiers = [the probe's fit.object_store_tier], loader.num_workers = w.
 Nothing predicted uses a measurement of its own configuration: the model is from the local capture at 2
-workers (page-cache reads), the store's figures from the probe (a different access pattern: ranged GETs
-into a shard, not the sample files). Gate: every case's |throughput error| <= --limit-pct (10%): exit 4.
+workers (page-cache reads) and, since 2026-12-03, this host's CPU contention curve from
+`simreplay_capture.probe_cpu` on a dataset of other source images (pipeline only, up to the most
+workers run; --no-cpu-probe leaves it assumed, as before), the store's figures from the probe (a
+different access pattern: ranged GETs into a shard, not the sample files). Gate: every case's |throughput error| <= --limit-pct (10%): exit 4.
 
 usage: validation/remote/run.py [--out DIR] [--reps 2] [--workers 1,2,4,8] [--first-byte-ms 10,40]
-                                [--conn-rates 500000,2000000] [--reduced]
+                                [--conn-rates 500000,2000000] [--reduced] [--no-cpu-probe]
 --reduced: one configuration (20 ms, 1 MB/s), workers 1,4: the smoke run. Needs root (exit 77 otherwise).
 env: SIMREPLAY_BIN (build/simreplay)
 """
@@ -75,6 +77,8 @@ def main() -> int:
                          "fewest and the most workers)")
     ap.add_argument("--reduced", action="store_true", help="one configuration (20 ms, 1 MB/s), workers 1 and 4")
     ap.add_argument("--limit-pct", type=float, default=CASE_LIMIT_PCT)
+    ap.add_argument("--no-cpu-probe", action="store_true",
+                    help="calibrate without the CPU probe (the contention curve assumed, as before 2026-12-03)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("remote validation: needs root (network namespaces); skipped", file=sys.stderr)
@@ -107,7 +111,25 @@ def main() -> int:
                    stdout=subprocess.DEVNULL)
     subprocess.run(bench_args(data, 2, os.path.join(out, "local-capture.json"), trace), env=env(), check=True,
                    stdout=subprocess.DEVNULL)
-    subprocess.run([simreplay, "calibrate", trace, "--out", model], check=True, stdout=subprocess.DEVNULL)
+    calibrate = [simreplay, "calibrate", trace, "--out", model]
+    if not args.no_cpu_probe:
+        # The contention curve of this host (simreplay_capture.probe_cpu), measured on a dataset of other
+        # source images made the same way, up to the most workers run: what calibrate's warning asks a
+        # user to run. It never reads the runs' dataset.
+        probe_data = os.path.join(out, "probe-data")
+        if not os.path.exists(os.path.join(probe_data, "dataset.json")):
+            subprocess.run([PY, "-m", "simreplay_capture.bench", "make-dataset", "--out", probe_data, "--samples",
+                            str(SAMPLES), "--seed", "1", "--video-share", "0.1", "--frames", "4", "--image-scale", "0.5",
+                            "--formats", "files", "--exclude-sources", data], env=env(), check=True,
+                           stdout=subprocess.DEVNULL)
+        cpu_probe = os.path.join(out, "probe-cpu.json")
+        subprocess.run([PY, "-m", "simreplay_capture.probe_cpu", "--bench-data", probe_data, "--format", "files",
+                        "--image-size", str(CROP), "--frames", "4", "--batch-size", str(BATCH), "--seed", "0",
+                        "--seconds-per-point", "3", "--rounds", "2", "--max-workers", str(max(workers)),
+                        "--out", cpu_probe], env=env(), check=True, stdout=subprocess.DEVNULL)
+        calibrate += ["--cpu-probe", cpu_probe]
+        report["cpu_probe"] = cpu_probe
+    subprocess.run(calibrate, check=True, stdout=subprocess.DEVNULL)
     failing = []
     for fb_ms, rate in configs:
         tag = f"fb{fb_ms:g}ms-rate{rate}"
