@@ -17,7 +17,7 @@ workers run; --no-cpu-probe leaves it assumed, as before), the store's figures f
 different access pattern: ranged GETs into a shard, not the sample files). Gate: every case's |throughput error| <= --limit-pct (10%): exit 4.
 
 usage: validation/remote/run.py [--out DIR] [--reps 2] [--workers 1,2,4,8] [--first-byte-ms 10,40]
-                                [--conn-rates 500000,2000000] [--reduced] [--no-cpu-probe]
+                                [--conn-rates 500000,2000000] [--reduced | --heldout] [--no-cpu-probe]
 --reduced: one configuration (20 ms, 1 MB/s), workers 1,4: the smoke run. Needs root (exit 77 otherwise).
 env: SIMREPLAY_BIN (build/simreplay)
 """
@@ -76,6 +76,9 @@ def main() -> int:
                          "per-sample GETs through a local cache directory, a cold run then a warm one (at the "
                          "fewest and the most workers)")
     ap.add_argument("--reduced", action="store_true", help="one configuration (20 ms, 1 MB/s), workers 1 and 4")
+    ap.add_argument("--heldout", action="store_true",
+                    help="the frozen held-out configurations (25 ms; 1 and 4 MB/s; workers 1, 3, 6), chosen on "
+                         "2026-12-03 before the stream read-ahead model first met the server; never tuned on")
     ap.add_argument("--limit-pct", type=float, default=CASE_LIMIT_PCT)
     ap.add_argument("--no-cpu-probe", action="store_true",
                     help="calibrate without the CPU probe (the contention curve assumed, as before 2026-12-03)")
@@ -85,6 +88,8 @@ def main() -> int:
         return 77
     if args.reduced:
         args.workers, args.first_byte_ms, args.conn_rates = "1,4", "20", "1000000"
+    if args.heldout:
+        args.workers, args.first_byte_ms, args.conn_rates = "1,3,6", "25", "1000000,4000000"
     workers = [int(w) for w in args.workers.split(",")]
     modes = [m for m in args.modes.split(",") if m]
     if not set(modes) <= {"get", "stream", "cache"}:
