@@ -58,6 +58,18 @@ Status DescribeFormatsAndRange(const CalibrationInput& in, CalibrationDraft* d) 
   if (max_w >= 0) range["num_workers"] = {min_w, max_w};
   if (max_c > 0) range["cpu_cores"] = {min_c, max_c};
   if (max_w >= 0 && max_c > 0) range["max_workers_plus_main_over_cores"] = static_cast<double>(max_w + 1) / min_c;
+  // A CPU probe measured the contention curve up to its most workers: that oversubscription is measured
+  // too (the worker counts themselves stay the traces': the probe runs the pipeline alone).
+  if (in.cpu_probe && in.cpu_probe->cores > 0) {
+    int probe_w = 0;
+    for (const auto& p : in.cpu_probe->points) probe_w = std::max(probe_w, p.workers);
+    const double probe_ratio = static_cast<double>(probe_w + 1) / in.cpu_probe->cores;
+    if (!range.contains("max_workers_plus_main_over_cores") ||
+        probe_ratio > range["max_workers_plus_main_over_cores"].get<double>()) {
+      range["max_workers_plus_main_over_cores"] = probe_ratio;
+      range["oversubscription_measured_by"] = in.cpu_probe->file;
+    }
+  }
   range["oversubscribed_measured"] = any_oversubscribed;
   if (max_bs > 0) range["batch_size"] = {min_bs, max_bs};
   range["prefetch_factor"] = {min_pf, max_pf};

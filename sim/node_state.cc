@@ -54,10 +54,6 @@ NodeState::NodeState(int index, const NodeHosts& hosts, const Platform& platform
   }
 }
 
-// Linux's default largest TCP receive buffer (net.ipv4.tcp_rmem max, 6 MiB): how far a streamed
-// shard's connection can run ahead of the worker reading it.
-constexpr double kStreamReceiveBufferBytes = 6291456;
-
 void NodeState::ReadTiered(const replay::SampleCost& cost, uint64_t cache_key, int64_t epoch) {
   const auto& tiers = input_.scenario.storage.tiers;
   // A stream of its own (salt "tier"), so that tier residency is independent of page-cache draws.
@@ -67,20 +63,7 @@ void NodeState::ReadTiered(const replay::SampleCost& cost, uint64_t cache_key, i
   if (tier_streams_[k]) tier_streams_[k]->acquire();
   // a request-rate limit: the request waits for its turn (models/storage_tiers.h, RequestPacer)
   const double turn_s = tier_pacers_[k].Reserve(sg4::Engine::get_clock(), tiers[k].RequestsPerRead());
-  double wait_s = turn_s + read_s;
-  if (tiers[k].shard_samples > 0 && tiers[k].bytes_per_s_per_stream > 0) {
-    // A streamed shard arrives over one connection that keeps receiving while the worker decodes (the
-    // kernel's receive buffer, megabytes, holds far more than a sample): this sample's bytes follow the
-    // previous sample's, and the worker waits only for what is still in transit. The connection runs
-    // ahead by at most a receive buffer.
-    const double now = sg4::Engine::get_clock() + turn_s;
-    auto it = stream_received_s_.emplace(sg4::this_actor::get_pid(), now).first;
-    const double ahead_s = kStreamReceiveBufferBytes / tiers[k].bytes_per_s_per_stream;
-    const double received_s = std::max(it->second, now - ahead_s) + read_s;
-    it->second = received_s;
-    wait_s = turn_s + std::max(0.0, received_s - now);
-  }
-  if (wait_s > 0) sg4::this_actor::sleep_for(wait_s);
+  if (turn_s + read_s > 0) sg4::this_actor::sleep_for(turn_s + read_s);
   if (tier_streams_[k]) tier_streams_[k]->release();
 }
 

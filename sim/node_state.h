@@ -4,7 +4,6 @@
 // share one NodeState; it never calls back into the simulation.
 #pragma once
 
-#include <map>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
@@ -86,9 +85,6 @@ class NodeState {
   std::vector<simgrid::s4u::SemaphorePtr> tier_streams_;  // per tier with max_streams > 0, else null
   std::vector<models::RequestPacer> tier_pacers_;          // per tier: its requests_per_s limit
   double node_epoch_bytes_ = 0;                           // bytes this node reads per epoch (tier fill)
-  // Per worker actor reading a streamed tier: when its connection has received the bytes it was last
-  // asked for (the stream reads ahead while the worker computes: ReadTiered).
-  std::map<aid_t, double> stream_received_s_;
   int storage_in_flight_ = 0;
   int running_executions_ = 0;  // Execute calls in progress on this node's cores (not ExecuteAsync)
   simgrid::s4u::Host* cores_ = nullptr;         // where CPU work runs: hosts_.cpu, or the sharing owner's

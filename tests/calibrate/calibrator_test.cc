@@ -250,6 +250,13 @@ TEST(Calibrate, CpuProbeSetsTheContentionCurve) {
   EXPECT_NEAR(curve["thread_cpu_fit"]["slowdown"].get<double>(), 0.1, 1e-9);
   ASSERT_EQ(curve["points"].size(), 8u);
   for (const auto& p : curve["points"]) EXPECT_NEAR(p["error_pct"].get<double>(), 0.0, 1e-6);
+  // The probe measured oversubscription up to its 2 x cores workers; the worker range stays the trace's.
+  const auto& range = r->model.extra["measured_range"];
+  EXPECT_NEAR(range["max_workers_plus_main_over_cores"].get<double>(), (2.0 * k.cores + 1) / k.cores, 1e-12);
+  EXPECT_EQ(range["oversubscription_measured_by"], o.cpu_probe_path);
+  EXPECT_EQ(range["num_workers"], plain->model.extra["measured_range"]["num_workers"]);
+  EXPECT_LT(plain->model.extra["measured_range"]["max_workers_plus_main_over_cores"].get<double>(),
+            range["max_workers_plus_main_over_cores"].get<double>());
 }
 
 TEST(Calibrate, BadCpuProbeIsAnErrorNamingTheFile) {

@@ -98,22 +98,6 @@ TEST(StorageTiersSim, StreamedShardsPayTheLatencyOncePerShard) {
   EXPECT_NEAR(Makespan(in), 8 * 0.035, 1e-5);
 }
 
-TEST(StorageTiersSim, AStreamedShardArrivesWhileTheWorkerDecodes) {
-  // 1 worker, 4 samples of 1 MB that each decode for 10 ms, from a store at 100 MB/s per connection
-  // (10 ms per sample) with no first-byte latency. Per-sample GETs: read then decode, 4 x 20 ms = 80 ms.
-  // One shard of 4: the connection receives sample k + 1 while sample k decodes, so only the first read
-  // is waited for: 10 ms + 4 x 10 ms = 50 ms.
-  auto costs = Reads(4);
-  for (auto& c : costs.samples) c.decode_s = 0.01;
-  SimInput in = Bare(&costs, 1, 1, 1);
-  in.model.cpu.worker_overhead_per_sample_s = 0;
-  in.model.cpu.worker_warmup_cpu_s = 0;
-  in.scenario.storage.tiers = {Tier(models::TierKind::kObjectStore, 0, 1e8)};
-  EXPECT_NEAR(Makespan(in), 0.08, 1e-5);
-  in.scenario.storage.tiers[0].shard_samples = 4;
-  EXPECT_NEAR(Makespan(in), 0.05, 1e-5);
-}
-
 TEST(StorageTiersSim, RequestRateLimitSpacesTheStartUpBurst) {
   // 4 workers open their first requests at once; the store admits 10 requests/s: the 8 requests
   // start at 0, 0.1, ..., 0.7 s (transfer and latency negligible), so the last ends just after 0.7 s.

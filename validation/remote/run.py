@@ -78,7 +78,7 @@ def main() -> int:
     ap.add_argument("--reduced", action="store_true", help="one configuration (20 ms, 1 MB/s), workers 1 and 4")
     ap.add_argument("--heldout", action="store_true",
                     help="the frozen held-out configurations (25 ms; 1 and 4 MB/s; workers 1, 3, 6), chosen on "
-                         "2026-12-03 before the stream read-ahead model first met the server; never tuned on")
+                         "2026-12-03 before any model was run against them; never tuned on")
     ap.add_argument("--limit-pct", type=float, default=CASE_LIMIT_PCT)
     ap.add_argument("--no-cpu-probe", action="store_true",
                     help="calibrate without the CPU probe (the contention curve assumed, as before 2026-12-03)")
