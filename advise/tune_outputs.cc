@@ -180,8 +180,9 @@ std::string TuneText(const TuneResult& r) {
     out += fmt::format("  predicted gain {} [{} .. {}]\n", SignedPct(r.gain), SignedPct(r.gain_low), SignedPct(r.gain_high));
   }
   for (const auto& x : r.reverted) {
-    out += fmt::format("  kept {} = {}: {} bought only {} by itself (< {:.0f}% a changed setting must buy)\n", x.setting,
-                       x.kept, x.value, SignedPct(x.gain), 100 * kMinSettingGain);
+    out += fmt::format("  kept {} = {}: changing it to {} buys only {} by itself (< the {:.0f}% a changed "
+                       "setting must buy)\n",
+                       x.setting, x.kept, x.value, SignedPct(x.gain), 100 * kMinSettingGain);
   }
   for (const auto& e : r.runners_up) {
     out += fmt::format("  runner-up {}  {:.2f} samples/s\n", DescribeKnobs(e.knobs), e.metrics.train_samples_per_s);
