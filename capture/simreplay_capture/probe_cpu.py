@@ -8,7 +8,11 @@ process receiving every batch: its per-batch work runs too), and records per poi
 the per-sample wall and thread CPU time of ``__getitem__``, and the CPU of the main process and the
 workers. Points are measured in rounds (k ascending, then descending, ...) so slow drift of the host
 hits every k alike; each point runs for ``seconds_per_point`` after a warm-up, and the whole probe
-stops at ``max_total_s`` (the points not reached are listed as such).
+stops at ``max_total_s`` (the points not reached are listed as such). After the rounds, while the
+shared-core slowdown is known less precisely than ``precision_target_se`` (its standard error from
+the points, see ``slowdown_standard_error``), the probe measures more adjacent pairs of k = 1 and
+k = cores, up to ``precision_pairs`` of them: the slowdown rests on that contrast alone, and a single
+window of a noisy host can move it by 0.2 (docs/probe-cpu.md, "Precision pairs").
 
 Output: ``probe-cpu.json``, schema ``simreplay.probe-cpu/1`` (docs/probe-cpu.md). ``simreplay
 calibrate --cpu-probe probe-cpu.json`` fits the simulator's CPU model to it.
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
 import platform
 import random
@@ -157,12 +162,73 @@ def _measure_point(items: _TimedItems, collate: _TimedCollate, k: int, batch_siz
     }
 
 
+def _curve_points(points: Sequence[Dict[str, Any]], cores: int) -> Dict[str, List[tuple]]:
+    """(n, cost, round) of both curves calibrate fits: core-seconds per delivered sample, and the mean
+    thread CPU time of one __getitem__ (the same definitions as calibrate/cpu_probe.cc)."""
+    throughput, thread_cpu = [], []
+    for p in points:
+        if p["throughput_samples_per_s"] > 0 and p["wall_s"] > 0:
+            main_cores = min(1.0, max(0.0, p["main_cpu_s"] / p["wall_s"]))
+            usable = min(p["workers"], max(1e-3, cores - main_cores))
+            throughput.append((p["workers"], usable / p["throughput_samples_per_s"], p["round"]))
+        if p["getitem_cpu_s_mean"] > 0:
+            thread_cpu.append((p["workers"], p["getitem_cpu_s_mean"], p["round"]))
+    return {"throughput": throughput, "thread_cpu": thread_cpu}
+
+
+def _slowdown_of_curve(curve: Sequence[tuple], cores: int) -> tuple:
+    """(beta, its standard error) of the linear form of calibrate's fit:
+    log cost = level(round) + beta x (min(n, C) - 1) / (C - 1) + gamma x max(0, n - C) / C, least
+    squares (levels removed by demeaning within each round); beta ~ log(1 + s). The error is inf when
+    the points cannot tell it (fewer than one residual degree of freedom, or no contrast in n)."""
+    rounds: Dict[int, List[tuple]] = {}
+    for n, cost, r in curve:
+        a = (min(n, cores) - 1) / (cores - 1)
+        b = max(0, n - cores) / cores
+        rounds.setdefault(r, []).append((a, b, math.log(cost)))
+    rows = []
+    for pts in rounds.values():
+        ma, mb, my = (sum(x[i] for x in pts) / len(pts) for i in range(3))
+        rows += [(a - ma, b - mb, y - my) for a, b, y in pts]
+    saa = sum(a * a for a, _, _ in rows)
+    sbb = sum(b * b for _, b, _ in rows)
+    sab = sum(a * b for a, b, _ in rows)
+    say = sum(a * y for a, _, y in rows)
+    sby = sum(b * y for _, b, y in rows)
+    with_b = sbb > 1e-12 and saa * sbb - sab * sab > 1e-12 * max(1.0, saa * sbb)
+    if saa <= 1e-12:
+        return math.nan, math.inf
+    if with_b:
+        det = saa * sbb - sab * sab
+        beta, gamma = (sbb * say - sab * sby) / det, (saa * sby - sab * say) / det
+        inv_aa = sbb / det
+    else:
+        beta, gamma, inv_aa = say / saa, 0.0, 1.0 / saa
+    dof = len(rows) - len(rounds) - (2 if with_b else 1)
+    if dof < 1:
+        return beta, math.inf
+    rss = sum((y - beta * a - gamma * b) ** 2 for a, b, y in rows)
+    return beta, math.sqrt(rss / dof * inv_aa)
+
+
+def slowdown_estimates(points: Sequence[Dict[str, Any]], cores: int) -> Dict[str, tuple]:
+    """(beta ~ log(1 + s), standard error) of the shared-core slowdown on each curve calibrate fits."""
+    if cores < 2:
+        return {}
+    return {name: _slowdown_of_curve(curve, cores) for name, curve in _curve_points(points, cores).items()}
+
+
+def slowdown_standard_error(points: Sequence[Dict[str, Any]], cores: int) -> Dict[str, float]:
+    """The standard error of the shared-core slowdown (log units) on each curve calibrate fits."""
+    return {name: se for name, (_, se) in slowdown_estimates(points, cores).items()}
+
+
 def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional[Callable] = None,
               cores: Optional[int] = None, max_workers: Optional[int] = None, batch_size: int = 8,
               prefetch_factor: int = 2, samples: int = 512, seconds_per_point: float = 2.0,
               warmup_s: float = 0.5, rounds: int = 2, max_total_s: float = 90.0, seed: int = 0,
               source: str = "", warmup_pass_s: float = 3.0, wake_sleep_s: float = 0.02,
-              wake_every: int = 4) -> Dict[str, Any]:
+              wake_every: int = 4, precision_target_se: float = 0.04, precision_pairs: int = 4) -> Dict[str, Any]:
     """Measures the contention curve and returns (and writes, when out_path is given) the document."""
     n = len(dataset)
     if n <= 0:
@@ -188,15 +254,35 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
     t_begin = time.perf_counter()  # max_total_s bounds the rounds; the warm-up pass is bounded by its own time
     points: List[Dict[str, Any]] = []
     skipped: List[int] = []
-    for k in order:
-        elapsed = time.perf_counter() - t_begin
-        if elapsed + seconds_per_point + warmup_s > max_total_s:
-            skipped.append(k)
-            continue
+    def measure(k: int) -> bool:
+        if time.perf_counter() - t_begin + seconds_per_point + warmup_s > max_total_s:
+            return False
         p = _measure_point(items, collate, k, batch_size, prefetch_factor, warmup_s, seconds_per_point, wake_sleep_s,
                            wake_every)
         p["round"] = sum(1 for q in points if q["workers"] == k)
         points.append(p)
+        return True
+
+    for k in order:
+        if not measure(k):
+            skipped.append(k)
+    # Precision pairs: (1, C), (C, 1), ... each pair its own round (one level, one contrast), until the
+    # slowdown's standard error on both curves is within the target, the pairs or the time run out.
+    ran = list(order)
+    pairs_run = 0
+    history = [slowdown_standard_error(points, cores)]
+    pair_k = min(cores, max_workers)
+    while (pair_k >= 2 and not skipped and pairs_run < precision_pairs
+           and max(history[-1].values(), default=0.0) > precision_target_se):
+        pair = [1, pair_k] if pairs_run % 2 == 0 else [pair_k, 1]
+        if time.perf_counter() - t_begin + 2 * (seconds_per_point + warmup_s) > max_total_s:
+            break
+        for k in pair:
+            measure(k)
+        ran += pair
+        pairs_run += 1
+        history.append(slowdown_standard_error(points, cores))
+    final = history[-1]
     doc = {
         "schema": SCHEMA,
         "host": {"cores": cores, "cpu_model": _cpu_model(), "platform": platform.platform(),
@@ -206,8 +292,13 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
         "loader": {"batch_size": batch_size, "prefetch_factor": prefetch_factor,
                    "collate": getattr(collate_fn, "__name__", "default_collate") if collate_fn else "default_collate"},
         "method": {"seconds_per_point": seconds_per_point, "warmup_s": warmup_s, "rounds": rounds,
-                   "max_total_s": max_total_s, "order": order, "warmup_pass_s": warmup_pass_s,
-                   "wake_sleep_s": wake_sleep_s, "wake_every": wake_every},
+                   "max_total_s": max_total_s, "order": ran, "warmup_pass_s": warmup_pass_s,
+                   "wake_sleep_s": wake_sleep_s, "wake_every": wake_every,
+                   "precision_target_se": precision_target_se, "precision_pairs": precision_pairs},
+        "precision": {"pairs_run": pairs_run,
+                      "met": bool(final) and max(final.values()) <= precision_target_se,
+                      "slowdown_se": {name: _finite_or_none(v) for name, v in final.items()},
+                      "slowdown_se_after_rounds": {name: _finite_or_none(v) for name, v in history[0].items()}},
         "points": points,
         "skipped_points": skipped,
         **({"baseline_wake": baseline} if baseline else {}),
@@ -223,6 +314,10 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
     if out_path:
         _write_atomically(out_path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return doc
+
+
+def _finite_or_none(x: float) -> Optional[float]:
+    return x if math.isfinite(x) else None
 
 
 def _cpu_model() -> str:
@@ -263,6 +358,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--warmup-pass-s", type=float, default=3.0,
                     help="an unrecorded point at k = cores before the rounds (0: none)")
     ap.add_argument("--max-total-s", type=float, default=90.0)
+    ap.add_argument("--precision-target-se", type=float, default=0.04,
+                    help="after the rounds, measure pairs of k = 1 and k = cores while the shared-core "
+                         "slowdown's standard error exceeds this (log units)")
+    ap.add_argument("--precision-pairs", type=int, default=4, help="at most this many such pairs (0: none)")
     ap.add_argument("--wake-sleep-s", type=float, default=0.02,
                     help="the main loop sleeps this long after every --wake-every-th batch and records its "
                          "wake-up delay (0: not measured)")
@@ -274,7 +373,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"probe_cpu: --{name.replace('_', '-')} must be >= 1, found {getattr(a, name)}", file=sys.stderr)
             return 3
     if (a.seconds_per_point <= 0 or a.max_total_s <= 0 or a.warmup_s < 0 or a.warmup_pass_s < 0 or a.cores < 0
-            or a.max_workers < 0 or a.wake_sleep_s < 0):
+            or a.max_workers < 0 or a.wake_sleep_s < 0 or a.precision_target_se < 0 or a.precision_pairs < 0):
         print("probe_cpu: times must be positive and --cores/--max-workers >= 0", file=sys.stderr)
         return 3
     collate = None
@@ -297,11 +396,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                     batch_size=a.batch_size, prefetch_factor=a.prefetch_factor, samples=a.samples,
                     seconds_per_point=a.seconds_per_point, warmup_s=a.warmup_s, rounds=a.rounds,
                     max_total_s=a.max_total_s, seed=a.seed, source=source,
-                    warmup_pass_s=a.warmup_pass_s, wake_sleep_s=a.wake_sleep_s, wake_every=a.wake_every)
+                    warmup_pass_s=a.warmup_pass_s, wake_sleep_s=a.wake_sleep_s, wake_every=a.wake_every,
+                    precision_target_se=a.precision_target_se, precision_pairs=a.precision_pairs)
     for p in doc["points"]:
         print(f"k={p['workers']}: {p['throughput_samples_per_s']:.1f} samples/s, getitem cpu "
               f"{p['getitem_cpu_s_mean'] * 1e3:.2f} ms wall {p['getitem_wall_s_mean'] * 1e3:.2f} ms, "
               f"wake-up delay {p.get('wake_delay_s_mean', float('nan')) * 1e3:.2f} ms, load {p['loadavg_1m'][0]:.2f}")
+    prec = doc["precision"]
+    se = ", ".join(f"{k} {v:.3f}" if v is not None else f"{k} unknown" for k, v in prec["slowdown_se"].items())
+    print(f"probe_cpu: slowdown standard error {se or 'not applicable'} (target {a.precision_target_se}; "
+          f"{prec['pairs_run']} precision pair(s){'' if prec['met'] else ', target not met'})")
     print(f"probe_cpu: {len(doc['points'])} points in {doc['total_s']:.1f} s -> {a.out}")
     return 0
 

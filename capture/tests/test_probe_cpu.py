@@ -19,7 +19,7 @@ def test_probe_writes_documented_curve(dataset_dir, tmp_path):
     r = _run(["--bench-data", dataset_dir, "--format", "files", "--image-size", "32", "--frames", "2",
               "--cores", "2", "--max-workers", "3", "--samples", "16", "--seconds-per-point", "0.3",
               "--warmup-s", "0", "--rounds", "2", "--warmup-pass-s", "0.4", "--wake-every", "1",
-              "--wake-sleep-s", "0.005", "--out", str(out)])
+              "--wake-sleep-s", "0.005", "--precision-pairs", "0", "--out", str(out)])
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert doc["schema"] == "simreplay.probe-cpu/1"
@@ -69,7 +69,8 @@ def test_probe_without_wake_measurement(dataset_dir, tmp_path):
 
 
 @pytest.mark.parametrize("args", [["--batch-size", "0"], ["--seconds-per-point", "-1"], ["--rounds", "0"],
-                                  ["--wake-sleep-s", "-0.1"], ["--wake-every", "0"]])
+                                  ["--wake-sleep-s", "-0.1"], ["--wake-every", "0"],
+                                  ["--precision-target-se", "-0.1"], ["--precision-pairs", "-1"]])
 def test_probe_rejects_bad_arguments(dataset_dir, tmp_path, args):
     out = tmp_path / "p.json"
     r = _run(["--bench-data", dataset_dir, "--out", str(out)] + args)
@@ -105,3 +106,54 @@ def test_probe_user_dataset_factory(tmp_path):
     assert [p["workers"] for p in doc["points"]] == [1, 2]
     bad = _run(["--dataset", "no_such_module_xyz:make", "--out", str(tmp_path / "q.json")])
     assert bad.returncode == 3 and "no_such_module_xyz" in bad.stderr
+
+
+def test_probe_adds_precision_pairs_while_the_slowdown_is_imprecise(dataset_dir, tmp_path):
+    out = tmp_path / "probe-cpu.json"
+    # a target of 0 is never met by real measurements: every allowed pair runs, alternating (1, C), (C, 1)
+    r = _run(["--bench-data", dataset_dir, "--format", "files", "--image-size", "32", "--frames", "2",
+              "--cores", "2", "--max-workers", "3", "--samples", "16", "--seconds-per-point", "0.2",
+              "--warmup-s", "0", "--rounds", "2", "--warmup-pass-s", "0", "--wake-sleep-s", "0",
+              "--precision-target-se", "0", "--precision-pairs", "2", "--out", str(out)])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert [p["workers"] for p in doc["points"]] == [1, 2, 3, 3, 2, 1, 1, 2, 2, 1]
+    assert doc["method"]["order"] == [1, 2, 3, 3, 2, 1, 1, 2, 2, 1]
+    # each pair is a round of its own for k = 1 and k = C: one level, one contrast in calibrate's fit
+    assert [p["round"] for p in doc["points"]] == [0, 0, 0, 1, 1, 1, 2, 2, 3, 3]
+    prec = doc["precision"]
+    assert prec["pairs_run"] == 2 and prec["met"] is False
+    assert set(prec["slowdown_se"]) == {"throughput", "thread_cpu"}
+    assert "target not met" in r.stdout
+    # a target every probe meets: no pair
+    r = _run(["--bench-data", dataset_dir, "--format", "files", "--image-size", "32", "--frames", "2",
+              "--cores", "2", "--max-workers", "2", "--samples", "16", "--seconds-per-point", "0.2",
+              "--warmup-s", "0", "--rounds", "2", "--warmup-pass-s", "0", "--wake-sleep-s", "0",
+              "--precision-target-se", "1000", "--out", str(out)])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert [p["workers"] for p in doc["points"]] == [1, 2, 2, 1]
+    assert doc["precision"]["pairs_run"] == 0 and doc["precision"]["met"] is True
+
+
+def _point(k, rnd, cpu_s, throughput=100.0):
+    return {"workers": k, "round": rnd, "getitem_cpu_s_mean": cpu_s, "throughput_samples_per_s": throughput,
+            "wall_s": 1.0, "main_cpu_s": 0.0}
+
+
+def test_slowdown_standard_error_of_exact_and_noisy_curves():
+    from simreplay_capture.probe_cpu import slowdown_standard_error
+    # an exact curve (slowdown 0.2, a level per round) leaves no residual: standard error 0
+    exact = [_point(k, r, level * (1.2 if k >= 2 else 1.0)) for r, level in ((0, 1e-3), (1, 1.3e-3))
+             for k in (1, 2, 3)]
+    assert slowdown_standard_error(exact, 2)["thread_cpu"] == pytest.approx(0.0, abs=1e-9)
+    # two rounds of k = 1, 2 only: one contrast each, per-round levels: beta is the mean contrast and its
+    # standard error is the standard error of a mean of two: their sample standard deviation / sqrt(2)
+    import math
+    c = [math.log(1.1), math.log(1.3)]
+    pts = [_point(1, 0, 1e-3), _point(2, 0, 1e-3 * 1.1), _point(1, 1, 1e-3), _point(2, 1, 1e-3 * 1.3)]
+    sd = abs(c[0] - c[1]) / math.sqrt(2)
+    assert slowdown_standard_error(pts, 2)["thread_cpu"] == pytest.approx(sd / math.sqrt(2), rel=1e-9)
+    # one round cannot tell a slowdown from its level's noise: infinite; one core: not applicable
+    assert math.isinf(slowdown_standard_error(pts[:2], 2)["thread_cpu"])
+    assert slowdown_standard_error(pts, 1) == {}
