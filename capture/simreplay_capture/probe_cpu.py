@@ -270,10 +270,10 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
     # slowdown's standard error on both curves is within the target, the pairs or the time run out.
     ran = list(order)
     pairs_run = 0
-    history = [slowdown_standard_error(points, cores)]
+    after_rounds = final = slowdown_standard_error(points, cores)
     pair_k = min(cores, max_workers)
     while (pair_k >= 2 and not skipped and pairs_run < precision_pairs
-           and max(history[-1].values(), default=0.0) > precision_target_se):
+           and max(final.values(), default=0.0) > precision_target_se):
         pair = [1, pair_k] if pairs_run % 2 == 0 else [pair_k, 1]
         if time.perf_counter() - t_begin + 2 * (seconds_per_point + warmup_s) > max_total_s:
             break
@@ -281,8 +281,7 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
             measure(k)
         ran += pair
         pairs_run += 1
-        history.append(slowdown_standard_error(points, cores))
-    final = history[-1]
+        final = slowdown_standard_error(points, cores)
     doc = {
         "schema": SCHEMA,
         "host": {"cores": cores, "cpu_model": _cpu_model(), "platform": platform.platform(),
@@ -298,7 +297,7 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
         "precision": {"pairs_run": pairs_run,
                       "met": bool(final) and max(final.values()) <= precision_target_se,
                       "slowdown_se": {name: _finite_or_none(v) for name, v in final.items()},
-                      "slowdown_se_after_rounds": {name: _finite_or_none(v) for name, v in history[0].items()}},
+                      "slowdown_se_after_rounds": {name: _finite_or_none(v) for name, v in after_rounds.items()}},
         "points": points,
         "skipped_points": skipped,
         **({"baseline_wake": baseline} if baseline else {}),
