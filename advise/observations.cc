@@ -91,6 +91,9 @@ Status Collect(const replay::TraceRecord& record, const std::string& where, Obse
     cost.read_bytes = s->read_bytes;
     cost.unsplit = s->unsplit;
     cost.format = FormatIndex(s->format, &kept);
+    cost.cpu_ns = s->cpu_ns;
+    cost.minflt = s->minflt;
+    cost.pixels = s->width * s->height * std::max<int64_t>(1, s->frames);
     kept.samples.push_back(cost);
   } else if (const auto* b = std::get_if<replay::BatchRecord>(&record)) {
     c->window.AddBatch(*b);
@@ -203,10 +206,15 @@ void ObserveFindings(const ObserveOptions& options, Observations* o, const Trace
   o->collectives = ObserveCollectives(r);
   o->samples_per_worker = ObserveSamplesPerWorker(r);
   o->storage = ObserveStorage(r, options.storage_probe);
+  o->page_faults = ObservePageFaults(r);
 }
 
 // What the findings could not see, in words (after the ones about samples, host records and footers).
 void SayWhatFindingsCannotSee(const Observations& o, const TraceRecords& r, std::vector<std::string>* out) {
+  if (!r.samples.empty() && !o.page_faults.visible) {
+    out->push_back("no sample records its page faults (minflt, captured from 2026-12-04 on): page-fault churn is "
+                   "not visible");
+  }
   if (o.cpu.mean_worker_busy_fraction < 0) {
     out->push_back(r.workers.empty()
                        ? "no worker records: worker busy fractions and worker memory are not visible"

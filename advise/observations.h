@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "advise/observed_cpu.h"
+#include "advise/observed_faults.h"
 #include "advise/observed_loop.h"
 #include "advise/observed_memory.h"
 #include "advise/observed_ranks.h"
@@ -74,6 +75,7 @@ struct Observations {
   CollectiveStragglers collectives;
   SamplesPerWorker samples_per_worker;
   StorageThroughput storage;
+  PageFaultObservation page_faults;
   bool has_sample_records = false;
   std::vector<std::string> cannot_see;  // what this trace does not show, in words
   std::vector<std::string> warnings;    // the reader's (a truncated last line, unknown record types)

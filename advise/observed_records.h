@@ -33,6 +33,8 @@ struct SampleCost {
   int64_t read_ns = 0, decode_ns = 0, augment_ns = 0, read_bytes = 0;
   bool unsplit = false;
   int format = 0;  // index into TraceRecords::formats
+  int64_t cpu_ns = -1, minflt = -1;  // thread CPU time and minor page faults of the call; -1 = not recorded
+  int64_t pixels = 0;                 // decoded width x height x frames; 0 = not recorded
   // The sample's __getitem__ cost as the stages saw it (unsplit: all of it is in decode_ns).
   int64_t getitem_ns() const { return read_ns + decode_ns + augment_ns; }
 };

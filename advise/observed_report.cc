@@ -207,6 +207,44 @@ nlohmann::json StorageJson(const StorageThroughput& s) {
           {"from", ProvenanceJson(s.from)}};
 }
 
+nlohmann::json PageFaultsJson(const PageFaultObservation& p) {
+  nlohmann::json j = p.fit.ToJson();
+  j["visible"] = p.visible;
+  j["worker_faults_per_sample"] = OrNull(p.worker_faults_per_sample);
+  j["inline_faults_per_sample"] = OrNull(p.inline_faults_per_sample);
+  j["worth_naming"] = p.worth_naming;
+  j["worth_naming_from_share"] = models::kChurnShareWorthNaming;
+  j["fix_to_try"] = p.worth_naming ? nlohmann::json(models::kMallocChurnFix) : nlohmann::json(nullptr);
+  const FaultConcentration& w = p.where;
+  j["concentration"] = {{"top_tenth_share", OrNull(w.top_tenth_share)},
+                        {"lifetimes", w.lifetimes},
+                        {"lifetimes_from_samples", kConcentrationMinSamples},
+                        {"lifetime_min_faults_per_sample", OrNull(w.lifetime_min_faults_per_sample)},
+                        {"lifetime_max_faults_per_sample", OrNull(w.lifetime_max_faults_per_sample)},
+                        {"larger_than_largest_ratio", kLargerThanLargest},
+                        {"larger_samples_share", OrNull(w.larger_samples_share)},
+                        {"larger_faults_share", OrNull(w.larger_faults_share)}};
+  j["from"] = ProvenanceJson(p.from);
+  return j;
+}
+
+// Where the named churn falls, for the finding's line: "" when nothing was measurable.
+std::string ConcentrationText(const FaultConcentration& w) {
+  std::string text;
+  if (w.top_tenth_share >= 0) text += fmt::format("; {} of the faults in the tenth of samples with the most", Pct(w.top_tenth_share));
+  if (w.larger_faults_share >= 0) {
+    text += fmt::format(", {} in the {} of samples decoding more than half the largest image before them in "
+                        "their process (glibc's thresholds follow the largest block)",
+                        Pct(w.larger_faults_share), Pct(w.larger_samples_share));
+  }
+  if (w.lifetimes >= 2) {
+    text += fmt::format("; {:.0f}-{:.0f} per sample among its {} process lifetimes, so another worker count can "
+                        "churn differently",
+                        w.lifetime_min_faults_per_sample, w.lifetime_max_faults_per_sample, w.lifetimes);
+  }
+  return text;
+}
+
 }  // namespace
 
 nlohmann::json StageJson(const StageDistribution& s) {
@@ -239,6 +277,7 @@ void AddObservedFindingsJson(const Observations& o, nlohmann::json* observed) {
   j["collectives"] = CollectivesJson(o.collectives);
   j["samples_per_worker"] = SamplesPerWorkerJson(o.samples_per_worker);
   j["storage"] = StorageJson(o.storage);
+  j["page_faults"] = PageFaultsJson(o.page_faults);
   j["findings"] = ObservedFindingLines(o);
 }
 
@@ -271,6 +310,20 @@ std::vector<std::string> ObservedFindingLines(const Observations& o) {
                                       c.host_window_s, FromText(c.host_from))
                         : fmt::format("host CPU: {:.2f} CPUs busy over {:.2f} s{}", c.host_busy_cpus, c.host_window_s,
                                       FromText(c.host_from)));
+  }
+  const PageFaultObservation& pf = o.page_faults;
+  if (pf.visible && pf.fit.measured) {
+    lines.push_back(fmt::format(
+        "page faults: {:.0f} per sample at {:.1f} us each, {} of the samples' CPU (R^2 {:.2f}){}{}", pf.fit.faults_per_sample,
+        1e6 * pf.fit.fault_cost_s, Pct(pf.fit.cpu_share), pf.fit.r2,
+        pf.worth_naming ? fmt::format(": allocator churn (a fresh worker's malloc returns and re-faults each sample's "
+                                      "buffers){}; A/B the loader with {} in its environment",
+                                      ConcentrationText(pf.where), models::kMallocChurnFix)
+                        : std::string(),
+        FromText(pf.from)));
+  } else if (pf.visible) {
+    lines.push_back(fmt::format("page faults: {:.0f} per sample; their cost is not measured ({}){}",
+                                pf.fit.faults_per_sample, pf.fit.note, FromText(pf.from)));
   }
   const WorkerMemoryObservation& m = o.worker_memory;
   for (const auto& p : m.processes) {

@@ -20,6 +20,7 @@ enum class ReliefKind {
   kStorageReadTime,   // recorded read times / f (a trace replayed as recorded cannot split the two above)
   kStorageStreams,    // requests in flight per node x f
   kCpuCost,           // per-sample decode + augment CPU / f (faster decode code)
+  kAllocatorChurn,    // per-sample decode + augment CPU without its measured page-fault share (malloc tuned)
   kCores,             // node cores x f
   kWorkers,           // loader.num_workers x f (at least 1)
   kPrefetch,          // loader.prefetch_factor x f

@@ -188,15 +188,24 @@ bool IsRemoteTier(models::TierKind k) {
   return k == models::TierKind::kParallelFs || k == models::TierKind::kObjectStore;
 }
 
+// Batches one rank loads per epoch.
+int64_t EpochBatches(const scenarios::Scenario& s) {
+  const int64_t ranks = std::max(1, s.cluster.Ranks());
+  const int64_t per_rank = (std::max<int64_t>(s.train.dataset_samples, 1) + ranks - 1) / ranks;
+  const int64_t batch = std::max(1, s.loader.batch_size);
+  return s.loader.drop_last ? per_rank / batch : (per_rank + batch - 1) / batch;
+}
+
+// Optimizer steps in one epoch of a rank (at least 1).
+int64_t EpochSteps(const scenarios::Scenario& s) {
+  return std::max<int64_t>(1, EpochBatches(s) / std::max(1, s.train.grad_accum));
+}
+
 // The optimizer steps a scenario runs (its steps, else its epochs over the prepared dataset size).
 int64_t FullSteps(const sim::PreparedPoint& p) {
   const auto& s = p.input.scenario;
   if (s.train.steps > 0) return s.train.steps;
-  const int64_t ranks = std::max(1, s.cluster.Ranks());
-  const int64_t per_rank = (std::max<int64_t>(s.train.dataset_samples, 1) + ranks - 1) / ranks;
-  const int64_t batch = std::max(1, s.loader.batch_size);
-  const int64_t batches = s.loader.drop_last ? per_rank / batch : (per_rank + batch - 1) / batch;
-  return std::max<int64_t>(1, s.train.epochs * batches / std::max(1, s.train.grad_accum));
+  return std::max<int64_t>(1, s.train.epochs * EpochBatches(s) / std::max(1, s.train.grad_accum));
 }
 
 // The search's state: the scenario, its limits, and every configuration simulated so far.
@@ -453,15 +462,22 @@ void FitBudget(const Search& search, std::vector<Knobs>* candidates, Halving* h)
 
 // Successive halving over the joint neighbourhood of the descent's answer `best`: per axis the values
 // of its last step that came within o.contender_share of `best` (feasible ones), every combination of
-// them, those not simulated at full length yet ranked on short runs (full / eta^r steps, r = R..1, the
+// them, those not simulated at full length yet ranked on short runs (full / eta^r steps, r = R..1, none
+// shorter than o.halving_min_steps nor, in a run of several epochs, than one epoch and a step; the
 // best ceil(n / eta) kept each time; ties keep the earlier: fewest changes from `best`, then knob
 // order), the survivors simulated at full length (within the budget) so that the answer is chosen from
 // full-length runs only.
 Status Halve(Search& search, const std::vector<const Axis*>& axes, const std::map<std::string, std::vector<Knobs>>& last,
-             const Knobs& best, int64_t full_steps, const TuneOptions& o, Halving* h) {
+             const Knobs& best, int64_t full_steps, int64_t epoch_steps, const AxisContext& context,
+             const TuneOptions& o, Halving* h) {
   const Evaluated* here = search.Find(best);
   std::set<Knobs> neighbourhood = {best};
+  std::vector<const Axis*> inert;  // no value at `best`
   for (const Axis* axis : axes) {
+    if (axis->values(best, context).empty()) {
+      inert.push_back(axis);
+      continue;
+    }
     auto it = last.find(axis->name);
     if (it == last.end()) continue;
     std::vector<Knobs> contenders;
@@ -485,6 +501,18 @@ Status Halve(Search& search, const std::vector<const Axis*>& axes, const std::ma
     }
     neighbourhood = std::move(grown);
   }
+  // An axis with no value at `best` (persistent_workers at num_workers = 0) is inert there only: once the
+  // others have grown the neighbourhood, it joins with every value it takes at the members (2 workers,
+  // persistent). The advice validation's cpu_heavy pipeline lost that way: the descent reached 0 workers,
+  // and the 2-3 persistent workers that measured best were never combined (docs/validation-log.md,
+  // 2026-12-06 night).
+  for (const Axis* axis : inert) {
+    std::set<Knobs> grown = neighbourhood;
+    for (const auto& k : neighbourhood) {
+      for (const auto& v : axis->values(k, context)) grown.insert(v);
+    }
+    neighbourhood = std::move(grown);
+  }
   h->neighbourhood = static_cast<int>(neighbourhood.size());
   std::vector<Knobs> candidates;
   for (const auto& k : neighbourhood) {
@@ -504,11 +532,18 @@ Status Halve(Search& search, const std::vector<const Axis*>& axes, const std::ma
     return Status::Ok();
   }
   const int eta = std::max(2, o.halving_eta);
+  // A run of several epochs pays per epoch what a shorter rung would not see (fresh workers at every
+  // epoch without persistent_workers, epoch starts): every rung then crosses an epoch boundary. Ranked
+  // on 20 of 60 steps (41 per epoch), 2 persistent workers lost to 0 workers at the first rung on the
+  // advice validation's cpu_heavy pipeline, where they won by 6% at full length.
+  const int64_t min_rung =
+      full_steps > epoch_steps ? std::max<int64_t>(o.halving_min_steps, epoch_steps + 1) : o.halving_min_steps;
   int rungs = 0;
-  for (int64_t d = eta; rungs < 2 && full_steps / d >= o.halving_min_steps; d *= eta) ++rungs;
+  for (int64_t d = eta; rungs < 2 && full_steps / d >= min_rung; d *= eta) ++rungs;
   if (static_cast<int>(candidates.size()) <= eta || rungs == 0) {
-    h->skipped_because = rungs == 0 ? fmt::format("runs of {} steps are too short to halve (shortest rung {} steps)",
-                                                  full_steps, o.halving_min_steps)
+    h->skipped_because = rungs == 0 ? fmt::format("runs of {} steps are too short to halve (shortest rung {} steps{})",
+                                                  full_steps, min_rung,
+                                                  min_rung > o.halving_min_steps ? ": one epoch and a step" : "")
                                     : fmt::format("{} candidate(s), no more than eta = {}: simulated at full length",
                                                   candidates.size(), eta);
     FitBudget(search, &candidates, h);
@@ -803,7 +838,8 @@ Result<TuneResult> Tune(const scenarios::Scenario& scenario, const TuneOptions& 
     if (!moved || search.budget_exhausted()) break;
   }
 
-  SIMREPLAY_RETURN_IF_ERROR(Halve(search, axes, last_values, best, FullSteps(*base), options, &result.halving));
+  SIMREPLAY_RETURN_IF_ERROR(Halve(search, axes, last_values, best, FullSteps(*base), EpochSteps(base->input.scenario),
+                                 context, options, &result.halving));
 
   // The answer. Differences under kMoveThreshold are not meaningful, so among the feasible
   // configurations within it of the best simulated one, the one changing the fewest settings wins

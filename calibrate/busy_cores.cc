@@ -85,21 +85,28 @@ std::vector<double> SampleOverlaps(const std::vector<BusyCoreSample>& samples, i
 
 BusyCoreEstimate EstimateBusyCoreSlowdown(const std::vector<BusyCoreSample>& samples, int cores) {
   BusyCoreEstimate e;
-  e.samples = static_cast<int64_t>(samples.size());
-  std::vector<double> overlap = SampleOverlaps(samples, cores);
+  const std::vector<double> overlap = SampleOverlaps(samples, cores);  // every sample is another's overlap
+  std::vector<size_t> fitted;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (!samples[i].warmup) fitted.push_back(i);
+  }
+  e.samples = static_cast<int64_t>(fitted.size());
   double mean = 0, sq = 0;
-  for (double o : overlap) mean += o;
-  mean = overlap.empty() ? 0 : mean / static_cast<double>(overlap.size());
-  for (double o : overlap) sq += (o - mean) * (o - mean);
-  const double sd = overlap.size() > 1 ? std::sqrt(sq / static_cast<double>(overlap.size() - 1)) : 0;
+  for (size_t i : fitted) mean += overlap[i];
+  mean = fitted.empty() ? 0 : mean / static_cast<double>(fitted.size());
+  for (size_t i : fitted) sq += (overlap[i] - mean) * (overlap[i] - mean);
+  const double sd = fitted.size() > 1 ? std::sqrt(sq / static_cast<double>(fitted.size() - 1)) : 0;
   e.mean_overlap = mean;
-  if (cores < 2 || samples.size() < 50 || sd < 0.1) {
-    e.note = fmt::format("not measured ({} samples with cpu_ns, {} cores, overlap sd {:.2f}): assumed 0",
-                         samples.size(), cores, sd);
+  const size_t left_out = samples.size() - fitted.size();
+  const std::string warmup_note =
+      left_out > 0 ? fmt::format(", {} samples of warm-up windows left out", left_out) : std::string();
+  if (cores < 2 || fitted.size() < 50 || sd < 0.1) {
+    e.note = fmt::format("not measured ({} samples with cpu_ns{}, {} cores, overlap sd {:.2f}): assumed 0",
+                         fitted.size(), warmup_note, cores, sd);
     return e;
   }
   std::map<std::string, std::vector<size_t>> by_format;
-  for (size_t i = 0; i < samples.size(); ++i) by_format[samples[i].format].push_back(i);
+  for (size_t i : fitted) by_format[samples[i].format].push_back(i);
   double weighted = 0, weight = 0;
   std::vector<std::string> rejected;
   for (const auto& [format, rows] : by_format) {
@@ -138,13 +145,14 @@ BusyCoreEstimate EstimateBusyCoreSlowdown(const std::vector<BusyCoreSample>& sam
     std::string why;
     for (const auto& r : rejected) why += (why.empty() ? "" : ", ") + r;
     e.note = "no format with 20+ samples showed a significant slowdown" +
-             (why.empty() ? std::string() : " (" + why + ")") + ": assumed 0";
+             (why.empty() ? std::string() : " (" + why + ")") + warmup_note + ": assumed 0";
     return e;
   }
   e.slowdown = std::clamp(weighted / weight, 0.0, 1.0);
   e.measured = true;
-  e.note = fmt::format("least-squares fit of cpu_ns on pixels and overlap per format, {} samples, mean overlap {:.2f}",
-                       samples.size(), mean);
+  e.note =
+      fmt::format("least-squares fit of cpu_ns on pixels and overlap per format, {} samples, mean overlap {:.2f}{}",
+                  fitted.size(), mean, warmup_note);
   return e;
 }
 

@@ -20,6 +20,8 @@ nlohmann::json ContentionEstimate::ToJson() const {
                       {"overhead_factor", overhead_factor},
                       {"overhead_per_sample_s", overhead_per_sample_s},
                       {"overhead_method", overhead_method},
+                      {"send_s_per_byte", send_s_per_byte},
+                      {"send_per_sample_s", send_per_sample_s},
                       {"samples_with_cpu_ns", samples_with_cpu},
                       {"assumed", assumed},
                       {"notes", notes}};
@@ -50,15 +52,27 @@ ContentionEstimate EstimateContention(const ContentionInput& in) {
   if (in.worker_stage_cpu_s > 0 && in.worker_process_cpu_s > 0) {
     e.overhead_factor = std::clamp(in.worker_process_cpu_s / in.worker_stage_cpu_s, 1.0, 3.0);
     e.overhead_method = "worker_process_cpu";
-    if (in.worker_window_samples > 0) {
-      // The same clamp as the factor's: at most twice the stages' own CPU.
-      overhead_cpu_per_sample_s = (e.overhead_factor - 1) * in.worker_stage_cpu_s /
-                                  static_cast<double>(in.worker_window_samples);
-    }
     e.notes.push_back(
         fmt::format("worker processes used {:.3g} s of CPU where the recorded stages account for {:.3g} s: "
                     "{:.1f}% more, added to every sample a worker loads",
                     in.worker_process_cpu_s, in.worker_stage_cpu_s, 100 * (e.overhead_factor - 1)));
+    if (in.worker_window_samples > 0) {
+      // The same clamp as the factor's: at most twice the stages' own CPU.
+      const double samples = static_cast<double>(in.worker_window_samples);
+      const double overhead_cpu = (e.overhead_factor - 1) * in.worker_stage_cpu_s;
+      overhead_cpu_per_sample_s = overhead_cpu / samples;
+      // Method 6 (reported): the part off the main thread is the send thread's, per byte of the tensors.
+      const double off_thread = in.worker_process_cpu_s - in.worker_main_thread_cpu_s;
+      if (in.worker_main_thread_cpu_s > 0 && in.worker_window_out_bytes > 0 && off_thread > 0) {
+        const double send_cpu = std::min(off_thread, overhead_cpu);
+        e.send_s_per_byte = send_cpu / in.worker_window_out_bytes;
+        e.send_per_sample_s = send_cpu / samples;
+        e.notes.push_back(fmt::format(
+            "{:.3g} s of it ran off the workers' main threads (the result queue's feeder pickling batches into "
+            "shared memory): {:.3g} ns per tensor byte, run on a send thread beside the worker",
+            send_cpu, 1e9 * e.send_s_per_byte));
+      }
+    }
   } else if (in.cpu_work_per_batch_s > 0 && in.worker_overhead_per_batch_s > 0) {
     e.overhead_method = "batch_span_wall";
     e.overhead_factor = 1.0 + in.worker_overhead_per_batch_s / in.cpu_work_per_batch_s;

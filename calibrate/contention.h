@@ -31,6 +31,11 @@
 //     pickling a fixed-size result, bookkeeping) does not grow with the sample's decode cost, so it is
 //     not folded into the scales (until 2026-12-02 it was, and a what-if with 4x the pixels per image
 //     was charged twice the overhead: docs/validation-log.md, "What-if runs").
+//  6. Where the worker records hold the main thread's CPU too, the part of the overhead off the main
+//     threads is split out: the result queue's feeder, which pickles each batch's tensors into shared
+//     memory while the worker loads the next batch, per byte of the tensors (send_s_per_byte ->
+//     cpu.worker_send_s_per_byte, run on a send thread beside the worker) and per sample (what
+//     calibration takes off overhead_per_sample_s; docs/modelling.md, "The worker's send thread").
 #pragma once
 
 #include <cstdint>
@@ -65,6 +70,10 @@ struct ContentionInput {
   double worker_process_cpu_s = 0;
   double worker_stage_cpu_s = 0;
   int64_t worker_window_samples = 0;  // samples recorded inside those windows
+  // The workers' main-thread CPU over the same windows (method 6), and the tensor bytes of the samples
+  // in them; 0 when any window lacks the main thread's CPU (no split).
+  double worker_main_thread_cpu_s = 0;
+  double worker_window_out_bytes = 0;
 };
 
 struct ContentionEstimate {
@@ -75,6 +84,8 @@ struct ContentionEstimate {
   double as_captured_scale = 1.0;        // method 4
   double overhead_factor = 1.0;          // method 5: worker CPU / recorded stage CPU (reported)
   double overhead_per_sample_s = 0;      // method 5: -> cpu.worker_overhead_per_sample_s
+  double send_s_per_byte = 0;            // method 6: -> cpu.worker_send_s_per_byte (0: not split)
+  double send_per_sample_s = 0;          // method 6: the same per sample, part of overhead_per_sample_s
   std::string overhead_method = "none";  // worker_process_cpu | batch_span_wall | none
   int64_t samples_with_cpu = 0;
   std::string method;  // "cpu_ns" | "fair_share_assumed" | "none"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,33 @@ const std::vector<double>& ResidualQuantileProbs() {
     return p;
   }();
   return probs;
+}
+
+ResidualRatios SummarizeResidualRatios(std::vector<double> ratios) {
+  ResidualRatios out;
+  if (ratios.empty()) return out;
+  std::sort(ratios.begin(), ratios.end());
+  const auto& probs = ResidualQuantileProbs();
+  for (double p : probs) out.quantiles.push_back(SortedQuantileNearestRank(ratios, p));
+  const size_t n = ratios.size(), bins = probs.size() - 1;
+  for (size_t b = 0; b < bins; ++b) {
+    const size_t lo = b * n / bins, hi = (b + 1) * n / bins;
+    if (hi > lo) {
+      out.bin_means.push_back(std::accumulate(ratios.begin() + static_cast<std::ptrdiff_t>(lo),
+                                              ratios.begin() + static_cast<std::ptrdiff_t>(hi), 0.0) /
+                              static_cast<double>(hi - lo));
+    } else {  // fewer observations than bins: the bin's middle
+      out.bin_means.push_back(SortedQuantileNearestRank(ratios, (probs[b] + probs[b + 1]) / 2));
+    }
+    // Nearest-rank edges and rank bins can disagree by one observation: keep the mean inside its edges.
+    out.bin_means.back() = std::clamp(out.bin_means.back(), out.quantiles[b], out.quantiles[b + 1]);
+  }
+  return out;
+}
+
+void ResidualRatios::AddTo(nlohmann::json* fit_json) const {
+  (*fit_json)["residual_ratio_quantiles"] = quantiles;
+  (*fit_json)["residual_ratio_bin_means"] = bin_means;
 }
 
 double RobustFit::Predict(const std::vector<double>& x) const {
@@ -34,20 +62,21 @@ nlohmann::json RobustFit::ToJson() const {
   for (size_t j = 0; j < feature_names.size(); ++j) {
     if (!used[j]) unused.push_back(feature_names[j]);
   }
-  return {{"method", "huber_irls"},
-          {"coefficients_s_per_unit", coef},
-          {"unused_features", unused},
-          {"samples", samples},
-          {"r2", r2},
-          {"mape", mape},
-          {"sigma_s", sigma_s},
-          {"mean_s", mean_s},
-          {"range", range},
-          {"iterations", iterations},
-          {"converged", converged},
-          {"residual_ratio_quantiles", residual_ratio_quantiles},
-          {"low_confidence", low_confidence},
-          {"reasons", reasons}};
+  nlohmann::json j = {{"method", "huber_irls"},
+                      {"coefficients_s_per_unit", coef},
+                      {"unused_features", unused},
+                      {"samples", samples},
+                      {"r2", r2},
+                      {"mape", mape},
+                      {"sigma_s", sigma_s},
+                      {"mean_s", mean_s},
+                      {"range", range},
+                      {"iterations", iterations},
+                      {"converged", converged},
+                      {"low_confidence", low_confidence},
+                      {"reasons", reasons}};
+  residual_ratios.AddTo(&j);
+  return j;
 }
 
 namespace {
@@ -206,10 +235,7 @@ Result<RobustFit> FitHuber(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
   fit.mean_s = mean;
   fit.r2 = sst > 0 ? 1 - sse / sst : (sse > 0 ? 0.0 : 1.0);
   fit.mape = ape_n > 0 ? ape / static_cast<double>(ape_n) : 0;
-  if (!ratios.empty()) {
-    for (double prob : ResidualQuantileProbs())
-      fit.residual_ratio_quantiles.push_back(QuantileNearestRank(ratios, prob));
-  }
+  fit.residual_ratios = SummarizeResidualRatios(std::move(ratios));
   if (n < kMinConfidentSamples) fit.reasons.push_back(fmt::format("only {} samples (< {})", n, kMinConfidentSamples));
   if (y.maxCoeff() <= 0) fit.reasons.push_back("every observation is zero");
   if (!fit.converged) fit.reasons.push_back("IRLS did not converge");

@@ -27,6 +27,18 @@ inline constexpr int64_t kMinConfidentSamples = 20;
 // Probabilities at which the residual ratio observed / predicted is tabulated (0, 0.05, ..., 1).
 const std::vector<double>& ResidualQuantileProbs();
 
+// The empirical distribution of the residual ratios observed / predicted, as synthesised samples draw
+// from it: `quantiles` at ResidualQuantileProbs() and `bin_means`, the mean ratio of the observations
+// between each pair of neighbouring quantiles (by rank: bin i holds the ranks [i n / B, (i+1) n / B) of
+// B = quantiles - 1 bins). The means keep a heavy tail's weight: one sample 190x its prediction is the
+// maximum, and a draw that interpolated linearly from the 95th percentile up to it made the top 5% of
+// the synthesised samples average half of that (docs/modelling.md, "Synthesised samples").
+struct ResidualRatios {
+  std::vector<double> quantiles, bin_means;
+  void AddTo(nlohmann::json* fit_json) const;  // residual_ratio_quantiles, residual_ratio_bin_means
+};
+ResidualRatios SummarizeResidualRatios(std::vector<double> ratios);
+
 struct RobustFit {
   std::vector<std::string> feature_names;        // "intercept" first, then the regressors, in column order
   std::vector<double> coefficients;              // seconds per unit of each feature (0 where unused)
@@ -39,7 +51,7 @@ struct RobustFit {
   double mean_s = 0;   // mean observation, seconds
   int iterations = 0;
   bool converged = false;
-  std::vector<double> residual_ratio_quantiles;  // observed / predicted at ResidualQuantileProbs()
+  ResidualRatios residual_ratios;  // observed / predicted (empty when no prediction was > 0)
   bool low_confidence = false;
   std::vector<std::string> reasons;  // why low_confidence
 

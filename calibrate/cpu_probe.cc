@@ -158,10 +158,9 @@ Result<ContentionCurveFit> FitContentionCurve(const std::vector<CurvePoint>& poi
   BlockIndex(points, &blocks);
   const double dof = static_cast<double>(points.size()) - static_cast<double>(blocks) - 2;
   fit.overhead_f = with.sse > 0 && dof >= 1 ? (without.sse - with.sse) / (with.sse / dof)
-                   : (without.sse > with.sse ? std::numeric_limits<double>::infinity() : 0.0);
-  fit.overhead_f_critical =
-      dof >= 1 ? boost::math::quantile(boost::math::fisher_f_distribution<double>(1.0, dof), 0.95)
-               : std::numeric_limits<double>::infinity();
+                                            : (without.sse > with.sse ? std::numeric_limits<double>::infinity() : 0.0);
+  fit.overhead_f_critical = dof >= 1 ? boost::math::quantile(boost::math::fisher_f_distribution<double>(1.0, dof), 0.95)
+                                     : std::numeric_limits<double>::infinity();
   fit.overhead_kept = beyond_cores && with.o > 0 && without.rms > 0.01 &&
                       (with.sse <= 0 ? without.sse > 0 : fit.overhead_f > fit.overhead_f_critical);
   const GridFit& kept = fit.overhead_kept ? with : without;
@@ -169,14 +168,14 @@ Result<ContentionCurveFit> FitContentionCurve(const std::vector<CurvePoint>& poi
   fit.overhead = kept.o;
   fit.base_cost = std::exp(kept.log_c0);
   fit.rms_log_error = kept.rms;
-  fit.note = !beyond_cores       ? "no point beyond the core count: oversubscription overhead not measurable (0)"
-             : fit.overhead_kept ? fmt::format("oversubscription overhead kept: rms {:.2f}% with it, {:.2f}% without",
-                                               100 * with.rms, 100 * without.rms)
-                                 : fmt::format(
-                                       "oversubscription overhead not shown by the data (fit with it: o = {:.3f}, rms "
-                                       "{:.2f}%; without: {:.2f}%; F = {:.2f}, 95% critical {:.2f}): 0",
-                                       with.o, 100 * with.rms, 100 * without.rms, fit.overhead_f,
-                                       fit.overhead_f_critical);
+  fit.note = !beyond_cores ? "no point beyond the core count: oversubscription overhead not measurable (0)"
+             : fit.overhead_kept
+                 ? fmt::format("oversubscription overhead kept: rms {:.2f}% with it, {:.2f}% without", 100 * with.rms,
+                               100 * without.rms)
+                 : fmt::format(
+                       "oversubscription overhead not shown by the data (fit with it: o = {:.3f}, rms "
+                       "{:.2f}%; without: {:.2f}%; F = {:.2f}, 95% critical {:.2f}): 0",
+                       with.o, 100 * with.rms, 100 * without.rms, fit.overhead_f, fit.overhead_f_critical);
   return fit;
 }
 
@@ -208,10 +207,10 @@ Result<WakeDelayFit> FitWakeDelay(const CpuProbe& probe) {
   std::set<double> distinct;
   for (const auto& [x, y] : xy) distinct.insert(x);
   if (distinct.size() < 2) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: wake-up delay recorded at {} distinct excess value(s) (points beyond C - 1 workers and the "
-        "baseline): not fitted",
-        probe.file, distinct.size()));
+    return Status::InvalidArgument(
+        fmt::format("{}: wake-up delay recorded at {} distinct excess value(s) (points beyond C - 1 workers and the "
+                    "baseline): not fitted",
+                    probe.file, distinct.size()));
   }
   double mx = 0, my = 0;
   for (const auto& [x, y] : xy) {
@@ -238,21 +237,40 @@ Result<WakeDelayFit> FitWakeDelay(const CpuProbe& probe) {
   return fit;
 }
 
-std::vector<CurvePoint> ThroughputCostPoints(const CpuProbe& probe) {
-  std::vector<CurvePoint> out;
+std::vector<double> ProbeFaultFactors(const CpuProbe& probe, double no_fault_cpu_s, double fault_cost_s,
+                                      double reference_faults) {
+  std::vector<double> factors;
   for (const auto& p : probe.points) {
+    const double own = no_fault_cpu_s + fault_cost_s * p.minflt_per_sample;
+    const double reference = no_fault_cpu_s + fault_cost_s * reference_faults;
+    factors.push_back(p.minflt_per_sample >= 0 && own > 0 && reference > 0 ? reference / own : 1.0);
+  }
+  return factors;
+}
+
+namespace {
+double FactorOf(const std::vector<double>& factors, size_t i) { return factors.empty() ? 1.0 : factors.at(i); }
+}  // namespace
+
+std::vector<CurvePoint> ThroughputCostPoints(const CpuProbe& probe, const std::vector<double>& factors) {
+  std::vector<CurvePoint> out;
+  for (size_t i = 0; i < probe.points.size(); ++i) {
+    const auto& p = probe.points[i];
     if (p.throughput_samples_per_s <= 0 || p.wall_s <= 0) continue;
     const double main_cores = std::clamp(p.main_cpu_s / p.wall_s, 0.0, 1.0);
     const double usable = std::min<double>(p.workers, std::max(1e-3, probe.cores - main_cores));
-    out.push_back({static_cast<double>(p.workers), usable / p.throughput_samples_per_s, p.round});
+    out.push_back(
+        {static_cast<double>(p.workers), usable / p.throughput_samples_per_s * FactorOf(factors, i), p.round});
   }
   return out;
 }
 
-std::vector<CurvePoint> ThreadCpuPoints(const CpuProbe& probe) {
+std::vector<CurvePoint> ThreadCpuPoints(const CpuProbe& probe, const std::vector<double>& factors) {
   std::vector<CurvePoint> out;
-  for (const auto& p : probe.points) {
-    if (p.getitem_cpu_s > 0) out.push_back({static_cast<double>(p.workers), p.getitem_cpu_s, p.round});
+  for (size_t i = 0; i < probe.points.size(); ++i) {
+    const auto& p = probe.points[i];
+    if (p.getitem_cpu_s > 0)
+      out.push_back({static_cast<double>(p.workers), p.getitem_cpu_s * FactorOf(factors, i), p.round});
   }
   return out;
 }
@@ -296,7 +314,8 @@ Result<CpuProbe> ReadCpuProbeFile(const std::string& path) {
     if (p.contains("round") && p["round"].is_number_integer()) point.round = p["round"].get<int>();
     for (auto [key, out] :
          {std::pair{"workers_cpu_s", &point.workers_cpu_s}, std::pair{"host_busy_cores", &point.host_busy_cores},
-          std::pair{"wake_delay_s_mean", &point.wake_delay_s}}) {
+          std::pair{"wake_delay_s_mean", &point.wake_delay_s},
+          std::pair{"minflt_per_sample_mean", &point.minflt_per_sample}}) {
       if (p.contains(key)) SIMREPLAY_RETURN_IF_ERROR(ReadNumber(path, p, where, key, false, out));
     }
     if (point.wake_delay_s > kMaxWakeDelayS) {
@@ -316,6 +335,19 @@ Result<CpuProbe> ReadCpuProbeFile(const std::string& path) {
     if (probe.baseline_wake_delay_s > kMaxWakeDelayS) {
       return FieldError(path, "baseline_wake.delay_s_mean", "a delay in [0, 60] s", b["delay_s_mean"]);
     }
+  }
+  if (j.contains("inline")) {
+    const auto& p = j["inline"];
+    if (!p.is_object()) return FieldError(path, "inline", "an object", p);
+    CpuProbeInline point;
+    SIMREPLAY_RETURN_IF_ERROR(
+        ReadNumber(path, p, "inline", "throughput_samples_per_s", true, &point.throughput_samples_per_s));
+    SIMREPLAY_RETURN_IF_ERROR(ReadNumber(path, p, "inline", "getitem_cpu_s_mean", false, &point.getitem_cpu_s));
+    if (p.contains("minflt_per_sample_mean")) {
+      SIMREPLAY_RETURN_IF_ERROR(
+          ReadNumber(path, p, "inline", "minflt_per_sample_mean", false, &point.minflt_per_sample));
+    }
+    probe.inline_point = point;
   }
   return probe;
 }

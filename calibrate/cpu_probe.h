@@ -19,6 +19,7 @@
 // slowdown that a trace's cpu_ns contains (used to de-contend it; calibrate/cpu_stage.cc).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,13 +34,21 @@ struct CpuProbePoint {
   int round = 0;
   double wall_s = 0;
   double throughput_samples_per_s = 0;
-  double getitem_cpu_s = 0;     // mean thread CPU time of one __getitem__
-  double getitem_wall_s = 0;    // mean wall time of one __getitem__
-  double main_cpu_s = 0;        // main process CPU over the window
-  double loadavg_1m = -1;       // at the start of the window
-  double workers_cpu_s = -1;    // the workers' CPU over the window; -1 = not recorded
-  double host_busy_cores = -1;  // all processes on the host; -1 = not recorded
-  double wake_delay_s = -1;     // mean wake-up delay of the main loop's timed sleeps; -1 = not recorded
+  double getitem_cpu_s = 0;       // mean thread CPU time of one __getitem__
+  double getitem_wall_s = 0;      // mean wall time of one __getitem__
+  double main_cpu_s = 0;          // main process CPU over the window
+  double loadavg_1m = -1;         // at the start of the window
+  double workers_cpu_s = -1;      // the workers' CPU over the window; -1 = not recorded
+  double host_busy_cores = -1;    // all processes on the host; -1 = not recorded
+  double wake_delay_s = -1;       // mean wake-up delay of the main loop's timed sleeps; -1 = not recorded
+  double minflt_per_sample = -1;  // mean minor page faults of one __getitem__; -1 = not recorded
+};
+
+// The probe's final point: the same items loaded by the main process itself (num_workers = 0).
+struct CpuProbeInline {
+  double throughput_samples_per_s = 0;
+  double getitem_cpu_s = 0;
+  double minflt_per_sample = -1;  // -1 = not recorded
 };
 
 struct CpuProbe {
@@ -47,6 +56,7 @@ struct CpuProbe {
   int cores = 0;
   std::vector<CpuProbePoint> points;
   double baseline_wake_delay_s = -1;  // the main process's wake-up delay with no worker running; -1 = none
+  std::optional<CpuProbeInline> inline_point;
 };
 
 // Reads a simreplay.probe-cpu/1 document. Errors: "FILE:LINE: ..." for unparsable JSON, "FILE: field:
@@ -104,8 +114,17 @@ struct WakeDelayFit {
 };
 Result<WakeDelayFit> FitWakeDelay(const CpuProbe& probe);
 
-// The throughput curve (core-seconds per delivered sample) and the thread-CPU curve of a probe.
-std::vector<CurvePoint> ThroughputCostPoints(const CpuProbe& probe);
-std::vector<CurvePoint> ThreadCpuPoints(const CpuProbe& probe);
+// Each probe point's cost at a reference page-fault level over its cost at its own: a sample's CPU is
+// no_fault_cpu_s + fault_cost_s x faults (models/page_fault_churn.h, fitted on a trace), and a fresh
+// worker's allocator falls into one of two regimes at random (40-60 or 160-190 faults per sample on the
+// same items, 2026-12-06), which moves a point's cost by a third whatever the concurrency. Factor 1 for
+// a point that did not count its faults.
+std::vector<double> ProbeFaultFactors(const CpuProbe& probe, double no_fault_cpu_s, double fault_cost_s,
+                                      double reference_faults);
+
+// The throughput curve (core-seconds per delivered sample) and the thread-CPU curve of a probe, each
+// point's cost times its factor (empty: 1 for all; else one per probe point).
+std::vector<CurvePoint> ThroughputCostPoints(const CpuProbe& probe, const std::vector<double>& factors = {});
+std::vector<CurvePoint> ThreadCpuPoints(const CpuProbe& probe, const std::vector<double>& factors = {});
 
 }  // namespace simreplay::calibrate

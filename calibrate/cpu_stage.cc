@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -10,7 +11,10 @@
 
 #include "calibrate/busy_cores.h"
 #include "calibrate/calibrator.h"
+#include "calibrate/cpu_probe.h"
 #include "common/quantile.h"
+#include "models/page_fault_churn.h"
+#include "replay/lifetime_warmup.h"
 #include "replay/manifest.h"
 
 namespace simreplay::calibrate {
@@ -76,20 +80,43 @@ void WorkerOverhead(const TraceData& t, double* overhead_per_batch_s, double* cp
   *cpu_work_per_batch_s = n_inside > 0 ? work / n_inside : 0;
 }
 
-// Worker samples with cpu_ns (the ones the busy-core and contention fits read), and their dataset indices.
-std::vector<BusyCoreSample> WorkerCpuSamples(const TraceData& t, std::vector<int64_t>* indices = nullptr) {
+// Worker samples with cpu_ns (the ones the busy-core and contention fits read), and their dataset indices;
+// those in `warmup_window` (a lifetime's first samples) are marked so.
+std::vector<BusyCoreSample> WorkerCpuSamples(const TraceData& t, std::vector<int64_t>* indices = nullptr,
+                                             const std::set<const replay::SampleRecord*>* warmup_window = nullptr) {
   std::vector<BusyCoreSample> samples;
   for (const auto& s : t.samples) {
     if (s.cpu_ns < 0 || s.worker < 0) continue;
     samples.push_back({s.t_start_ns * kNs, (s.read_ns + s.decode_ns + s.augment_ns) * kNs, s.cpu_ns * kNs,
-                       static_cast<double>(s.width * s.height * std::max<int64_t>(1, s.frames)), s.format});
+                       static_cast<double>(s.width * s.height * std::max<int64_t>(1, s.frames)), s.format,
+                       warmup_window != nullptr && warmup_window->count(&s) > 0});
     if (indices != nullptr) indices->push_back(s.index);
   }
   return samples;
 }
 
+// A worker's first samples after its fork: their excess is the warm-up's (FitWorkerWarmup), measured
+// over this window, and the simulator spreads it over as many samples of every predicted start.
+constexpr int kWarmupSamples = 30;
+
+// A trace's samples as the lifetime measurement reads them.
+replay::TraceSamples LifetimeSamplesOf(const TraceData& t) {
+  replay::TraceSamples ts;
+  ts.persistent_workers = ManifestBool(t.manifest, "loader", "persistent_workers");
+  for (const auto& s : t.samples) ts.samples.push_back(&s);
+  return ts;
+}
+
+// The shared-core slowdown from one trace's worker samples, those in a lifetime's warm-up window left
+// out of the fit (calibrate/busy_cores.h says why).
 BusyCoreEstimate TraceBusyCores(const TraceData& t) {
-  return EstimateBusyCoreSlowdown(WorkerCpuSamples(t), ManifestInt(t.manifest, "hardware", "cores", 0));
+  std::set<const replay::SampleRecord*> in_window;
+  for (const auto& l : replay::MeasureLifetimeWarmup({LifetimeSamplesOf(t)}, kWarmupSamples).lifetimes) {
+    const size_t window = std::min(l.samples.size(), static_cast<size_t>(kWarmupSamples));
+    in_window.insert(l.samples.begin(), l.samples.begin() + static_cast<std::ptrdiff_t>(window));
+  }
+  return EstimateBusyCoreSlowdown(WorkerCpuSamples(t, nullptr, &in_window),
+                                  ManifestInt(t.manifest, "hardware", "cores", 0));
 }
 
 // The contention curve the model holds: from a CPU probe (measured), else jointly from traces at
@@ -129,6 +156,15 @@ TraceCpuPoint CpuPointOf(const TraceData& t) {
   return p;
 }
 
+// The primary trace's page-fault churn: each sample's CPU regressed on its minor faults.
+models::PageFaultFit PrimaryFaultFit(const CalibrationInput& in) {
+  std::vector<models::FaultSample> samples;
+  for (const auto& s : in.primary().samples) {
+    if (s.cpu_ns >= 0 && s.minflt >= 0) samples.push_back({s.cpu_ns * kNs, static_cast<double>(s.minflt)});
+  }
+  return models::FitPageFaultChurn(samples);
+}
+
 Result<ContentionCurves> FitCurves(const CalibrationInput& in, std::vector<std::string>* warnings) {
   ContentionCurves c;
   const int trace_cores = ManifestInt(in.primary().manifest, "hardware", "cores", 0);
@@ -140,8 +176,37 @@ Result<ContentionCurves> FitCurves(const CalibrationInput& in, std::vector<std::
     if (!f.ok()) return Status::InvalidArgument(probe.file + ": " + f.status().message());
     auto g = FitContentionCurve(ThreadCpuPoints(probe), probe.cores);
     if (!g.ok()) return Status::InvalidArgument(probe.file + ": " + g.status().message());
+    // The curves the model holds have each point brought to the trace's page-fault level
+    // (ProbeFaultFactors): a fresh worker's allocator falls into one of two regimes at random, so a
+    // point's cost measures its regime as much as its concurrency (docs/probe-cpu.md, "Each point at the
+    // trace's page-fault level"). The fits of the points as measured are reported beside them.
+    const models::PageFaultFit faults = PrimaryFaultFit(in);
+    const std::vector<double> factors =
+        faults.measured ? ProbeFaultFactors(probe, faults.no_fault_cpu_s, faults.fault_cost_s, faults.faults_per_sample)
+                        : std::vector<double>{};
     c.throughput = *f;
     c.thread_cpu = *g;
+    nlohmann::json fault_level = {{"normalized", false}};
+    if (factors.empty()) {
+      fault_level["note"] = "the points as measured: " + (faults.measured ? "the probe counted no page faults" : faults.note);
+    } else {
+      auto fn = FitContentionCurve(ThroughputCostPoints(probe, factors), probe.cores);
+      if (!fn.ok()) return Status::InvalidArgument(probe.file + ": " + fn.status().message());
+      auto gn = FitContentionCurve(ThreadCpuPoints(probe, factors), probe.cores);
+      if (!gn.ok()) return Status::InvalidArgument(probe.file + ": " + gn.status().message());
+      c.throughput = *fn;
+      c.thread_cpu = *gn;
+      fault_level = {{"normalized", true},
+                     {"reference_faults_per_sample", faults.faults_per_sample},
+                     {"no_fault_cpu_s", faults.no_fault_cpu_s},
+                     {"fault_cost_s", faults.fault_cost_s},
+                     {"as_measured_throughput_fit", f->ToJson()},
+                     {"as_measured_thread_cpu_fit", g->ToJson()},
+                     {"note",
+                      "the model's curves are fitted with each point's cost x (no_fault_cpu_s + fault_cost_s x "
+                      "reference) / (no_fault_cpu_s + fault_cost_s x its own faults per sample), the primary "
+                      "trace's page-fault fit; the fits of the points as measured are reported here"}};
+    }
     const double foreign = ProbeForeignBusyCores(probe);
     if (foreign > 0.25) {
       warnings->push_back(
@@ -156,27 +221,35 @@ Result<ContentionCurves> FitCurves(const CalibrationInput& in, std::vector<std::
                       "probe host's",
                       probe.file, probe.cores, in.primary().path, trace_cores));
     }
+    // Each point against the fits in use, at its own page-fault level.
     nlohmann::json pts = nlohmann::json::array();
-    for (const auto& p : probe.points) {
+    for (size_t i = 0; i < probe.points.size(); ++i) {
+      const auto& p = probe.points[i];
+      const double factor = factors.empty() ? 1.0 : factors[i];
       const double cost =
           std::min<double>(p.workers, std::max(1e-3, probe.cores - std::clamp(p.main_cpu_s / p.wall_s, 0.0, 1.0))) /
           p.throughput_samples_per_s;
-      const double fitted_thr = p.throughput_samples_per_s * cost / (f->base_cost * f->Factor(p.workers, probe.cores));
+      const double fitted_thr = p.throughput_samples_per_s * cost * factor /
+                                (c.throughput->base_cost * c.throughput->Factor(p.workers, probe.cores));
       pts.push_back({{"workers", p.workers},
                      {"round", p.round},
                      {"throughput_samples_per_s", p.throughput_samples_per_s},
                      {"fitted_throughput_samples_per_s", fitted_thr},
                      {"error_pct", 100 * (fitted_thr - p.throughput_samples_per_s) / p.throughput_samples_per_s},
                      {"getitem_cpu_s", p.getitem_cpu_s},
-                     {"fitted_getitem_cpu_s", g->base_cost * g->Factor(p.workers, probe.cores)},
+                     {"fitted_getitem_cpu_s",
+                      c.thread_cpu->base_cost * c.thread_cpu->Factor(p.workers, probe.cores) / factor},
+                     {"minflt_per_sample", p.minflt_per_sample},
+                     {"fault_level_factor", factor},
                      {"loadavg_1m", p.loadavg_1m}});
     }
     c.report = {{"source", "probe"},
                 {"file", probe.file},
                 {"cores", probe.cores},
                 {"foreign_busy_cores", foreign},
-                {"throughput_fit", f->ToJson()},
-                {"thread_cpu_fit", g->ToJson()},
+                {"fault_level", fault_level},
+                {"throughput_fit", c.throughput->ToJson()},
+                {"thread_cpu_fit", c.thread_cpu->ToJson()},
                 {"points", pts}};
     return c;
   }
@@ -250,14 +323,16 @@ Result<ContentionCurves> FitCurves(const CalibrationInput& in, std::vector<std::
 }
 
 // How much the cpu_ns of a trace's samples is inflated by the contention they ran under: sum(cpu) /
-// sum(cpu / g(n_i)), with n_i the concurrency each sample saw. 1 without cpu_ns.
-double CpuInflation(const TraceData& t, const ContentionCurveFit& g, int cores) {
+// sum(cpu / g(n_i + background)), with n_i the concurrency each sample saw among the trace's own workers
+// and `background` the runnable threads of other processes beside them (ContentionEstimate::
+// background_threads: another rank's loader on the same cores, other load). 1 without cpu_ns.
+double CpuInflation(const TraceData& t, const ContentionCurveFit& g, int cores, double background) {
   const std::vector<BusyCoreSample> samples = WorkerCpuSamples(t);
   const std::vector<double> n = SampleConcurrency(samples);
   double cpu = 0, intrinsic = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
     cpu += samples[i].cpu_s;
-    intrinsic += samples[i].cpu_s / g.Factor(n[i], cores);
+    intrinsic += samples[i].cpu_s / g.Factor(n[i] + background, cores);
   }
   return intrinsic > 0 ? cpu / intrinsic : 1.0;
 }
@@ -279,6 +354,7 @@ ContentionEstimate TraceContention(const TraceData& t) {
     if (first == nullptr || w.t_ns < first->t_ns) first = &w;
     if (last == nullptr || w.t_ns > last->t_ns) last = &w;
   }
+  bool main_thread_known = true;
   for (const auto& [pid, fl] : by_pid) {
     const auto& [first, last] = fl;
     if (last->t_ns <= first->t_ns) continue;
@@ -286,13 +362,14 @@ ContentionEstimate TraceContention(const TraceData& t) {
                                         static_cast<double>(last->t_ns - first->t_ns));
     // Stage CPU of this worker inside the window (a worker id is reused by restarted workers, but
     // their windows do not overlap).
-    double stage_cpu = 0;
+    double stage_cpu = 0, out_bytes = 0;
     bool all_have_cpu = true;
     int64_t window_samples = 0;
     for (const auto& s : t.samples) {
       if (s.worker != first->worker || s.t_start_ns < first->t_ns || s.t_start_ns > last->t_ns) continue;
       if (s.cpu_ns < 0) all_have_cpu = false;
       stage_cpu += s.cpu_ns * kNs;
+      out_bytes += static_cast<double>(s.out_bytes);
       ++window_samples;
     }
     for (const auto& b : t.batches) {
@@ -303,7 +380,11 @@ ContentionEstimate TraceContention(const TraceData& t) {
     in.worker_process_cpu_s += (last->cpu_ns - first->cpu_ns) * kNs;
     in.worker_stage_cpu_s += stage_cpu;
     in.worker_window_samples += window_samples;
+    main_thread_known = main_thread_known && first->main_thread_cpu_ns >= 0 && last->main_thread_cpu_ns >= 0;
+    if (main_thread_known) in.worker_main_thread_cpu_s += (last->main_thread_cpu_ns - first->main_thread_cpu_ns) * kNs;
+    in.worker_window_out_bytes += out_bytes;
   }
+  if (!main_thread_known) in.worker_main_thread_cpu_s = in.worker_window_out_bytes = 0;  // no split (method 6)
   return EstimateContention(in);
 }
 
@@ -389,12 +470,21 @@ Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nl
     }
     const double slowdown = busy_cores.empty() ? busy.slowdown : busy_cores.front().slowdown;
     double inflation = 1.0 + slowdown * busy.mean_overlap;
+    // The intrinsic cost is a dedicated machine's, so its scale also loses the slowdown the other
+    // processes' runnable threads caused; the as-captured one keeps that load, as it keeps their share.
+    double intrinsic_inflation = inflation;
     if (curves->thread_cpu && options.busy_core_slowdown < 0) {
-      inflation = CpuInflation(t, *curves->thread_cpu, curves->cores);
+      inflation = CpuInflation(t, *curves->thread_cpu, curves->cores, 0);
+      intrinsic_inflation = CpuInflation(t, *curves->thread_cpu, curves->cores, contention.back().background_threads);
     }
-    contention.back().intrinsic_scale /= inflation;
+    const bool as_captured = options.cpu_scale == "as-captured";
+    contention.back().intrinsic_scale /= intrinsic_inflation;
     contention.back().as_captured_scale /= inflation;
-    contention.back().overhead_per_sample_s /= inflation;  // process CPU ran under the same slowdown
+    // process CPU ran under the same slowdown
+    contention.back().overhead_per_sample_s /= as_captured ? inflation : intrinsic_inflation;
+    contention.back().send_s_per_byte /= as_captured ? inflation : intrinsic_inflation;  // reported alike
+    contention.back().send_per_sample_s /= as_captured ? inflation : intrinsic_inflation;
+    d->cpu_ns_inflation.push_back(as_captured ? inflation : intrinsic_inflation);
     busy_cores.push_back(busy);
     nlohmann::json j = contention.back().ToJson();
     j["trace"] = t.path;
@@ -402,6 +492,7 @@ Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nl
     j["num_workers"] = ManifestInt(t.manifest, "loader", "num_workers", -1);
     j["cores"] = ManifestInt(t.manifest, "hardware", "cores", 0);
     j["cpu_ns_inflation"] = inflation;
+    j["cpu_ns_inflation_with_background"] = intrinsic_inflation;
     per_trace.push_back(j);
   }
   cpu_q["contention"] = per_trace;
@@ -413,9 +504,23 @@ Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nl
   SetProvenance(&model, "cpu.worker_overhead_factor", false,
                 "1: the worker overhead is cpu.worker_overhead_per_sample_s (fit_quality.cpu.contention[] "
                 "reports the factor)");
-  model.cpu.worker_overhead_per_sample_s = c0.overhead_per_sample_s;
+  // The part of the overhead that ran off the workers' main threads is the result queue's feeder
+  // pickling each batch into shared memory: it runs on a send thread per worker, beside the worker's next
+  // batch (docs/modelling.md, "The worker's send thread"), and only the rest stays on the worker's thread.
+  const bool send_split = c0.send_s_per_byte > 0;
+  model.cpu.worker_overhead_per_sample_s =
+      send_split ? std::max(0.0, c0.overhead_per_sample_s - c0.send_per_sample_s) : c0.overhead_per_sample_s;
   SetProvenance(&model, "cpu.worker_overhead_per_sample_s", c0.overhead_method == "none",
-                "worker CPU outside the recorded stages per sample (" + c0.overhead_method + "), " + primary_src);
+                std::string(send_split ? "worker main-thread CPU" : "worker CPU") +
+                    " outside the recorded stages per sample (" + c0.overhead_method + "), " + primary_src);
+  model.cpu.worker_send_s_per_byte = c0.send_s_per_byte;
+  SetProvenance(&model, "cpu.worker_send_s_per_byte", !send_split,
+                send_split ? "worker CPU off the main threads per tensor byte of the samples in the worker records' "
+                             "windows (the result queue's feeder), " +
+                                 primary_src
+                           : "0: no worker CPU counted off the main threads (worker records without "
+                             "main_thread_cpu_ns, captures before 2026-12-06, or none in the clock ticks): the whole "
+                             "overhead is cpu.worker_overhead_per_sample_s");
   model.cpu.busy_core_slowdown = busy_cores.front().slowdown;
   SetProvenance(&model, "cpu.busy_core_slowdown", !busy_cores.front().measured,
                 busy_cores.front().note + ", " + primary_src);
@@ -446,13 +551,13 @@ Status FitContentionAndScale(const CalibrationInput& in, CalibrationDraft* d, nl
   model.cpu.worker_cost_scale *= repetitions_ratio;
   SetProvenance(
       &model, "cpu.worker_cost_scale", c0.assumed,
-      std::string(as_captured
-                      ? "as captured: min(1, cores / busy loader threads) (keeps the slowdown from other load "
-                        "during capture), "
-                      : "intrinsic: sum(cpu_ns in decode+augment) / sum(decode+augment wall), ") +
+      std::string(as_captured ? "as captured: min(1, cores / busy loader threads) (keeps the slowdown from other load "
+                                "during capture), "
+                              : "intrinsic: sum(cpu_ns in decode+augment) / sum(decode+augment wall), ") +
           (c0.method == "cpu_ns" ? "" : "fair share of cores assumed (no cpu_ns), ") + primary_src +
           (repetitions_ratio != 1.0
-               ? fmt::format(", x {:.4f}: the mean cost level of the repetitions of its configuration", repetitions_ratio)
+               ? fmt::format(", x {:.4f}: the mean cost level of the repetitions of its configuration",
+                             repetitions_ratio)
                : std::string()));
   if (c0.background_threads > 0.5) {
     warnings.push_back(fmt::format(
@@ -644,102 +749,91 @@ void FitPin(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu
   cpu_q["pin"] = {{"bytes", bytes}, {"seconds", secs}};
 }
 
-// A fresh worker process's first samples cost more thread CPU than its later ones (first decodes,
-// allocator growth, lazily set-up codecs): measured on the validation bench, a worker's first 5 JPEGs
-// cost 1.7x its later ones per pixel, whatever the worker count. That excess is a cost per worker
-// start, not per sample: the trace replays it where its own workers started, and the simulator needs
-// it where the predicted configuration's start. Measured over every trace: per format, the steady
-// cost per unit (pixels x frames) is the median over samples at ordinal >= kWarmupSamples in their
-// process; the excess of a start is what its first kWarmupSamples cost beyond that. The model holds the
-// mean excess per start (de-contended like the costs) and the primary trace's costs without it.
-constexpr int kWarmupSamples = 10;
-
-double SampleUnits(const replay::SampleRecord& s) {
-  return static_cast<double>(s.width * s.height * std::max<int64_t>(1, s.frames));
-}
-
-// The worker samples with cpu_ns of each worker process of a trace, in start order: (rank, worker) for
-// persistent workers, (rank, epoch, worker) otherwise (a fresh process every epoch).
-std::vector<std::vector<const replay::SampleRecord*>> WorkerProcesses(const TraceData& t) {
-  const bool persistent = ManifestBool(t.manifest, "loader", "persistent_workers");
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<const replay::SampleRecord*>> by_key;
-  for (const auto& s : t.samples) {
-    if (s.worker >= 0 && s.cpu_ns >= 0) by_key[{s.rank, persistent ? 0 : s.epoch, s.worker}].push_back(&s);
-  }
-  std::vector<std::vector<const replay::SampleRecord*>> out;
-  for (auto& [key, list] : by_key) {
-    std::sort(list.begin(), list.end(), [](const auto* a, const auto* b) { return a->t_start_ns < b->t_start_ns; });
-    out.push_back(std::move(list));
-  }
-  return out;
-}
-
+// A fresh worker process's first samples cost more thread CPU than its later ones
+// (replay/lifetime_warmup.h measures it per lifetime). That excess belongs to a process's lifetime, not
+// to a sample: the simulator charges it where the predicted configuration's workers start, over as many
+// samples as their lifetimes reach (more workers, shorter lifetimes, more of it per sample), and the
+// replay takes each captured lifetime's own excess out of the recorded costs that paid it
+// (cpu.recorded_warmup_samples), so that no start pays it twice. The model holds the mean excess per
+// sample of the window times the window (cpu.worker_warmup_cpu_s, de-contended like the costs): the
+// lifetimes' first-sample share of it on a process's first sample (cpu.worker_warmup_first_share), the
+// rest spread evenly over the window (cpu.worker_warmup_samples). One lifetime is enough: a one-epoch
+// capture at one worker (a short multi-rank job's rank 0) shows its warm-up as plainly as many do, and
+// assuming none made every predicted re-fork free (3-4-rank validation cases 10-26% too fast at their
+// epoch restarts; at least 3 lifetimes were required until 2026-12-06 night).
+//
+// 30 samples, chosen on the development suite (docs/validation-log.md, 2026-12-06 afternoon): a
+// lifetime's faults per sample there fall from 560 (its first 10 samples) to 330 (10-49) and 150-220
+// (50-99) (docs/measurements/churn-lifetimes-2026-12-05). One run of the suite re-analysed with seven
+// CPU probes put 6 workers (lifetimes of 46 samples) +20-+24% too fast with the window of 10 charged at
+// the start (the model before), and +0.5-+4.6%, -2.0-+2.2%, -2.8-+1.7% with windows of 30, 40, 50 spread;
+// 1 worker (lifetimes of 280) at -1.7-+3.3%, +3.0-+7.8%, +6.8-+11.3%, +11.4-+15.9%: a single worker keeps
+// churning past its first samples as the 2-worker lifetimes do not, so a longer window takes too much
+// out of its steady cost.
 void FitWorkerWarmup(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
   models::ModelParams& model = d->model;
-  std::vector<std::vector<std::vector<const replay::SampleRecord*>>> processes;
-  std::map<std::string, std::vector<double>> warm_per_unit;  // format -> cpu / unit of warm samples
-  for (const auto& t : in.traces) {
-    processes.push_back(WorkerProcesses(t));
-    for (const auto& list : processes.back()) {
-      for (size_t o = kWarmupSamples; o < list.size(); ++o) {
-        if (SampleUnits(*list[o]) > 0) warm_per_unit[list[o]->format].push_back(list[o]->cpu_ns * kNs / SampleUnits(*list[o]));
-      }
-    }
-  }
-  std::map<std::string, double> steady;
-  for (const auto& [format, v] : warm_per_unit) {
-    if (v.size() >= 20) steady[format] = QuantileNearestRank(v, 0.5);
-  }
-  // Excess of each start with a complete warm-up window and a later steady phase.
-  std::vector<double> excess;
-  double primary_excess = 0;
-  for (size_t ti = 0; ti < processes.size(); ++ti) {
-    for (const auto& list : processes[ti]) {
-      if (list.size() < 2 * kWarmupSamples) continue;
-      double e = 0;
-      bool known = true;
-      for (int o = 0; o < kWarmupSamples && known; ++o) {
-        const auto* s = list[static_cast<size_t>(o)];
-        auto it = steady.find(s->format);
-        known = it != steady.end();
-        if (known) e += s->cpu_ns * kNs - it->second * SampleUnits(*s);
-      }
-      if (!known) continue;
-      excess.push_back(e);
-      if (ti == 0) primary_excess += std::max(0.0, e);
-    }
+  std::vector<replay::TraceSamples> traces;
+  for (const auto& t : in.traces) traces.push_back(LifetimeSamplesOf(t));
+  const replay::LifetimeWarmup warmup = replay::MeasureLifetimeWarmup(traces, kWarmupSamples);
+  std::vector<double> excess;                   // per lifetime
+  double first_excess = 0, primary_excess = 0;  // summed over lifetimes (the primary trace's for the latter)
+  for (const auto& l : warmup.lifetimes) {
+    excess.push_back(l.excess_cpu_s);
+    first_excess += l.first_excess_cpu_s;
+    if (l.trace == 0) primary_excess += l.excess_cpu_s;
   }
   nlohmann::json q = {{"warm_after_samples", kWarmupSamples}, {"starts", excess.size()}};
-  if (excess.size() < 3) {
+  if (excess.empty() || !warmup.measured) {
     SetProvenance(&model, "cpu.worker_warmup_cpu_s", true,
-                  "assumed 0: fewer than 3 worker processes with 20 samples or more and cpu_ns in the traces");
+                  fmt::format("assumed 0: no worker process with cpu_ns in the traces, or fewer than 20 "
+                              "samples past their first {}",
+                              kWarmupSamples));
     q["note"] = "not measured";
     (*cpu_quality)["worker_warmup"] = q;
     return;
   }
+  const double per_window_sample =
+      std::max(0.0, std::accumulate(excess.begin(), excess.end(), 0.0) / warmup.window_samples);
   // cpu_ns -> the model's CPU seconds: the factor worker_cost_scale puts on the primary's recorded
   // decode+augment wall, over their cpu_ns (contention removed, repetitions' level, worker overhead).
-  double primary_cpu = 0, primary_wall = 0, primary_stage_cpu = 0;
+  double primary_wall = 0, primary_stage_cpu = 0, primary_cpu = 0;
   for (const auto& s : in.primary().samples) {
     if (s.worker < 0 || s.cpu_ns < 0) continue;
-    primary_cpu += s.cpu_ns * kNs;
     primary_wall += (s.decode_ns + s.augment_ns) * kNs;
     primary_stage_cpu += s.cpu_ns * kNs * (s.decode_ns + s.augment_ns) /
                          std::max<double>(1, static_cast<double>(s.read_ns + s.decode_ns + s.augment_ns));
+    primary_cpu += s.cpu_ns * kNs;
   }
-  const double scale = model.cpu.worker_cost_scale;
-  const double cpu_to_model = primary_stage_cpu > 0 ? scale * primary_wall / primary_stage_cpu : 1.0;
-  const double primary_share = primary_cpu > 0 ? std::min(0.5, primary_excess / primary_cpu) : 0;
-  model.cpu.worker_warmup_cpu_s = std::max(0.0, MeanOf(excess)) * cpu_to_model;
-  model.cpu.worker_cost_scale = scale * (1 - primary_share);
+  const double cpu_to_model =
+      primary_stage_cpu > 0 ? model.cpu.worker_cost_scale * primary_wall / primary_stage_cpu : 1.0;
+  model.cpu.worker_warmup_cpu_s = per_window_sample * kWarmupSamples * cpu_to_model;
+  model.cpu.worker_warmup_samples = kWarmupSamples;
+  model.cpu.recorded_warmup_samples = kWarmupSamples;
+  model.warmup_steady_cpu_s_per_unit = warmup.steady_cpu_s_per_unit;
+  // The first sample's part: the lifetimes' mean first-sample excess over a whole window's excess.
+  const double lifetime_excess = per_window_sample * kWarmupSamples;
+  model.cpu.worker_warmup_first_share =
+      lifetime_excess > 0
+          ? std::clamp(first_excess / static_cast<double>(excess.size()) / lifetime_excess, 0.0, 1.0)
+          : 0.0;
   SetProvenance(&model, "cpu.worker_warmup_cpu_s", false,
-                fmt::format("mean excess thread CPU of a worker's first {} samples over the steady cost per unit, "
-                            "{} worker starts",
-                            kWarmupSamples, excess.size()));
-  model.info["cpu.worker_cost_scale"].source +=
-      fmt::format(", x {:.4f}: without the warm-up excess of the trace's own worker starts", 1 - primary_share);
+                fmt::format("mean excess thread CPU per sample of a worker's first {} samples over the steady cost per "
+                            "unit, x {}; {} worker lifetime(s)",
+                            kWarmupSamples, kWarmupSamples, excess.size()));
+  SetProvenance(&model, "cpu.worker_warmup_samples", false,
+                fmt::format("the window the warm-up excess was measured over (a process's first {} samples)",
+                            kWarmupSamples));
+  SetProvenance(&model, "cpu.worker_warmup_first_share", false,
+                "the lifetimes' first-sample excess over a whole window's excess (the rest is spread over the "
+                "window)");
+  SetProvenance(&model, "cpu.recorded_warmup_samples", false,
+                fmt::format("the same window: the replay takes each captured lifetime's excess out of its first {} "
+                            "recorded samples",
+                            kWarmupSamples));
   q["excess_cpu_s"] = QuantileSummary(excess);
-  q["primary_share_of_cpu"] = primary_share;
+  q["excess_per_window_sample_cpu_s"] = per_window_sample;
+  q["first_sample_excess_cpu_s"] = first_excess / static_cast<double>(excess.size());
+  q["primary_share_of_cpu"] = primary_cpu > 0 ? primary_excess / primary_cpu : 0.0;
   (*cpu_quality)["worker_warmup"] = q;
 }
 
@@ -765,6 +859,57 @@ void FitWakeupDelay(const CalibrationInput& in, CalibrationDraft* d, nlohmann::j
   (*cpu_quality)["wakeup_delay"] = fit->ToJson();
 }
 
+// The share of the primary trace's per-sample CPU that went to page faults (models/page_fault_churn.h),
+// and the probe's faults per sample beside it when the probe counted them.
+void FitPageFaults(const CalibrationInput& in, CalibrationDraft* d, nlohmann::json* cpu_quality) {
+  models::ModelParams& model = d->model;
+  const models::PageFaultFit fit = PrimaryFaultFit(in);
+  model.cpu.page_fault_cpu_share = fit.cpu_share;
+  SetProvenance(&model, "cpu.page_fault_cpu_share", !fit.measured,
+                fit.measured ? fmt::format("least squares of the samples' cpu_ns on their minflt, {}: {}",
+                                           in.primary().path, fit.note)
+                             : "assumed 0: " + fit.note);
+  nlohmann::json q = fit.ToJson();
+  q["trace"] = in.primary().path;
+  // Inline loading churns less than a fresh worker: the probe's inline point says how much less.
+  const bool captured_workers = ManifestInt(in.primary().manifest, "loader", "num_workers", 0) > 0;
+  const CpuProbeInline* inline_point =
+      in.cpu_probe && in.cpu_probe->inline_point && in.cpu_probe->inline_point->minflt_per_sample >= 0
+          ? &*in.cpu_probe->inline_point
+          : nullptr;
+  model.cpu.inline_page_fault_ratio = 1;
+  if (fit.measured && captured_workers && inline_point != nullptr && fit.faults_per_sample > 0) {
+    model.cpu.inline_page_fault_ratio = inline_point->minflt_per_sample / fit.faults_per_sample;
+    SetProvenance(
+        &model, "cpu.inline_page_fault_ratio", false,
+        fmt::format("the CPU probe's inline point, {:.0f} page faults per sample ({}), over the captured "
+                    "workers' {:.0f} ({})",
+                    inline_point->minflt_per_sample, in.cpu_probe->file, fit.faults_per_sample, in.primary().path));
+  } else {
+    SetProvenance(&model, "cpu.inline_page_fault_ratio", true,
+                  !fit.measured       ? "assumed 1: no page-fault churn measured"
+                  : !captured_workers ? "assumed 1: the capture loaded inline (num_workers = 0)"
+                                      : "assumed 1: no CPU probe with an inline point that counted page faults");
+  }
+  q["inline_page_fault_ratio"] = model.cpu.inline_page_fault_ratio;
+  if (in.cpu_probe) {
+    nlohmann::json probe = nlohmann::json::array();
+    for (const auto& p : in.cpu_probe->points) {
+      if (p.minflt_per_sample >= 0)
+        probe.push_back({{"workers", p.workers},
+                         {"round", p.round},
+                         {"faults_per_sample", p.minflt_per_sample},
+                         {"getitem_cpu_s", p.getitem_cpu_s}});
+    }
+    if (in.cpu_probe->inline_point) {
+      const CpuProbeInline& i = *in.cpu_probe->inline_point;
+      probe.push_back({{"workers", 0}, {"faults_per_sample", i.minflt_per_sample}, {"getitem_cpu_s", i.getitem_cpu_s}});
+    }
+    if (!probe.empty()) q["probe_points"] = probe;
+  }
+  (*cpu_quality)["page_faults"] = q;
+}
+
 }  // namespace
 
 Status FitCpu(const CalibrationInput& in, CalibrationDraft* d) {
@@ -776,6 +921,7 @@ Status FitCpu(const CalibrationInput& in, CalibrationDraft* d) {
   FitWorkerLifecycle(in, d, &cpu_q);
   FitCollate(in, d);
   FitPin(in, d, &cpu_q);
+  FitPageFaults(in, d, &cpu_q);
   d->quality["cpu"] = cpu_q;
   return Status::Ok();
 }

@@ -37,6 +37,35 @@ std::vector<int> WorkerSamplesRunningAt(const TraceData& t, const std::vector<in
   return running;
 }
 
+// gpu.step_host_cpu_after_fork_s: the mean excess over the steady step_host_cpu_s of the first steps
+// after a later epoch's fork; without one in the traces, of the first epoch's (which also holds the
+// run's one-time start-up work: an upper bound, said in the provenance).
+void FitHostCpuAfterFork(const std::vector<double>& later, const std::vector<double>& first,
+                         models::ModelParams* model, nlohmann::json* gpu_q) {
+  const bool from_later = !later.empty();
+  const std::vector<double>& steps = from_later ? later : first;
+  if (steps.empty()) {
+    SetProvenance(model, "gpu.step_host_cpu_after_fork_s", true,
+                  "0: no step after a fork of workers in the traces (no workers, persistent ones, or no "
+                  "epoch_start recorded)");
+    return;
+  }
+  double excess = 0;
+  for (double x : steps) excess += std::max(0.0, x - model->gpu.step_host_cpu_s);
+  model->gpu.step_host_cpu_after_fork_s = excess / static_cast<double>(steps.size());
+  SetProvenance(model, "gpu.step_host_cpu_after_fork_s", false,
+                from_later ? fmt::format("mean excess host CPU over gpu.step_host_cpu_s of the first step after a "
+                                         "later epoch's fork of workers ({} step(s))",
+                                         steps.size())
+                           : fmt::format("excess host CPU over gpu.step_host_cpu_s of the first epoch's first step "
+                                         "({} rank(s)), which also holds the run's one-time start-up work: an "
+                                         "upper bound (no later epoch started in the traces)",
+                                         steps.size()));
+  (*gpu_q)["host_cpu_after_fork"] = {{"steps", steps.size()},
+                                     {"from", from_later ? "later epochs" : "the first epoch (an upper bound)"},
+                                     {"mean_excess_s", model->gpu.step_host_cpu_after_fork_s}};
+}
+
 }  // namespace
 
 Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
@@ -47,6 +76,9 @@ Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
   nlohmann::json gpu_q = nlohmann::json::object();
   std::map<int, std::vector<double>> by_batch_size;  // accelerator part of compute per micro-batch
   std::vector<double> host_cpu;                      // emulated steps: the loop thread's CPU per micro-batch
+  // The same in the first step after a fork of workers (FindAfterForkSteps): later epochs', and the
+  // first epoch's when it was a warm-up step.
+  std::vector<double> after_later_fork, after_first_fork;
   std::string accel = "emulated";
   // The loop thread blocks while the accelerator works and wakes up late when the node's cores are
   // busy (cpu.wakeup_delay_*, fitted by the cpu stage): the measured part contains that delay at the
@@ -55,7 +87,17 @@ Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
   const bool wakeup = cpu.wakeup_delay_s > 0 || cpu.wakeup_delay_per_excess_s > 0;
   double wakeup_removed_s = 0;
   int64_t wakeup_steps = 0;
-  for (const auto& t : traces) {
+  int64_t warmup_steps = 0;
+  double warmup_extra_s = 0;
+  for (size_t ti = 0; ti < traces.size(); ++ti) {
+    const TraceData& t = traces[ti];
+    // The loop thread's CPU time ran beside the loader under the same shared-core slowdown, which the
+    // simulator applies again for the configuration it predicts (cpu stage, cpu_ns_inflation).
+    const double host_inflation = ti < d->cpu_ns_inflation.size() ? d->cpu_ns_inflation[ti] : 1.0;
+    const StepWarmup warmup = FindStepWarmup(t);
+    const AfterForkSteps forks = FindAfterForkSteps(t);
+    warmup_steps += warmup.steps;
+    warmup_extra_s = std::max(warmup_extra_s, warmup.extra_s);
     const int bs = ManifestInt(t.manifest, "loader", "batch_size", 0);
     const bool cuda = t.manifest.value("accelerator", "") == "cuda";
     const int cores = std::max<int>(1, ManifestInt(t.manifest, "hardware", "cores", 1));
@@ -69,13 +111,19 @@ Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
     for (size_t i = 0; i < t.steps.size(); ++i) {
       const auto& s = t.steps[i];
       const double micro = per_micro ? 1.0 : static_cast<double>(s.micro_batches);
+      const double host_s = static_cast<double>(s.cpu_ns) * kNs / micro / host_inflation;
+      const bool has_host = !cuda && s.cpu_ns >= 0;
+      if (warmup.is_warmup[i]) {  // one-time costs, not the steady step
+        if (has_host && forks.first[i]) after_first_fork.push_back(host_s);
+        continue;
+      }
       double accel_ns = static_cast<double>(s.compute_ns);
       // An emulated step is the loop's CPU work and a sleep, one after the other: the sleep (marked,
       // or compute minus the CPU time) is the accelerator, the CPU work runs on the node's cores.
-      if (!cuda && s.cpu_ns >= 0) {
+      if (has_host) {
         accel_ns = s.accel_ns >= 0 ? static_cast<double>(s.accel_ns)
                                    : std::max(0.0, static_cast<double>(s.compute_ns - s.cpu_ns));
-        host_cpu.push_back(static_cast<double>(s.cpu_ns) * kNs / micro);
+        (forks.later[i] ? after_later_fork : host_cpu).push_back(host_s);
       }
       if (remove_wakeup) {
         const double removed_s = std::min(models::WakeupDelayS(cpu, running[i], cores), accel_ns * kNs);
@@ -108,12 +156,32 @@ Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
     model.gpu.distribution = cv < 0.01 ? "constant" : (skew > 0.5 ? "lognormal" : "normal");
     model.gpu.accelerator = accel;
     model.gpu.measured_batch_size = by_batch_size.count(primary_bs) ? primary_bs : by_batch_size.begin()->first;
-    const std::string src = accel == "cuda" ? "mean compute_ns per micro-batch (CUDA events)"
-                                            : "mean compute_ns per micro-batch (emulated step: a sleep, no GPU)";
+    const std::string src =
+        accel == "cuda" ? (warmup_steps > 0 ? fmt::format("mean compute_ns per micro-batch (CUDA events), without the "
+                                                          "{} warm-up step(s) at the start",
+                                                          warmup_steps)
+                                            : std::string("mean compute_ns per micro-batch (CUDA events)"))
+                        : "mean compute_ns per micro-batch (emulated step: a sleep, no GPU)";
     SetProvenance(&model, "gpu.step_time_s", false, src);
     SetProvenance(&model, "gpu.step_cv", false, "coefficient of variation of compute_ns");
     gpu_q = {{"samples", v->size()}, {"distribution", QuantileSummary(*v)}, {"cv", cv}, {"skewness", skew},
              {"accelerator", accel}, {"low_confidence", v->size() < 10}};
+    if (warmup_steps > 0) {
+      gpu_q["warmup"] = {{"steps_excluded", warmup_steps}, {"extra_s", warmup_extra_s},
+                         {"measured_on", accel == "cuda" ? "compute_ns" : "cpu_ns (the emulated step's host part)"},
+                         {"rule", fmt::format("leading steps over {:g} x the median of the later ones",
+                                              kStepWarmupFactor)}};
+      warnings.push_back(
+          accel == "cuda"
+              ? fmt::format("gpu: the first {} step(s) took {:.3f} s more than steady ones (CUDA context, library "
+                            "handles, kernel loading): left out of gpu.step_time_s; a real run pays this once at its "
+                            "start, which is not simulated",
+                            warmup_steps, warmup_extra_s)
+              : fmt::format("gpu: the first {} step(s) took {:.3f} s more host CPU than steady ones (lazy "
+                            "initialisation, DDP's first iteration): left out of gpu.step_host_cpu_s; a real run pays "
+                            "this once at its start, which is not simulated",
+                            warmup_steps, warmup_extra_s));
+    }
     if (by_batch_size.size() >= 2) {
       // Two or more batch sizes: step = a + b x batch_size, by Huber on the per-step times.
       std::vector<double> xs, ys;
@@ -154,10 +222,15 @@ Status FitGpu(const CalibrationInput& in, CalibrationDraft* d) {
       for (double x : host_cpu) sum += x;
       model.gpu.step_host_cpu_s = sum / static_cast<double>(host_cpu.size());
       SetProvenance(&model, "gpu.step_host_cpu_s", false,
-                    "mean cpu_ns of the step records (the loop thread's CPU time per micro-batch)");
+                    std::string("mean cpu_ns of the step records (the loop thread's CPU time per micro-batch), "
+                                "each trace's divided by the shared-core slowdown it ran under "
+                                "(fit_quality.cpu.contention[])") +
+                        (warmup_steps > 0 ? fmt::format(", without the {} warm-up step(s) at the start", warmup_steps)
+                                          : std::string()));
       SetProvenance(&model, "gpu.step_time_s", false,
                     "mean accelerator part of the emulated step per micro-batch (accel_ns, else compute_ns - cpu_ns)");
       gpu_q["host_cpu"] = {{"samples", host_cpu.size()}, {"mean_s", model.gpu.step_host_cpu_s}};
+      FitHostCpuAfterFork(after_later_fork, after_first_fork, &model, &gpu_q);
     }
     if (wakeup_steps > 0) {
       gpu_q["wakeup_delay_removed_s_mean"] = wakeup_removed_s / static_cast<double>(wakeup_steps);

@@ -136,9 +136,8 @@ Status ApplyMediaProbe(const MediaProbe& probe, const std::vector<MediaTraceRow>
         resid.push_back(obs / (pred * level));
         if (obs > 0) ape += std::abs(obs - pred * level) / obs;
       }
-      std::vector<double> q;
-      for (double prob : ResidualQuantileProbs()) q.push_back(resid.empty() ? 1.0 : QuantileNearestRank(resid, prob));
-      out["residual_ratio_quantiles"] = q;
+      if (resid.empty()) resid.push_back(1.0);
+      SummarizeResidualRatios(std::move(resid)).AddTo(&out);
       const auto [plo, phi] = UnionRange(px, t_px);
       const auto [flo, fhi] = UnionRange(fr, t_fr);
       out["range"]["pixels"] = {plo, phi};

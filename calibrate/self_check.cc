@@ -25,6 +25,8 @@ std::vector<CapturedRun> CapturedRuns(const CalibrationInput& in, const Calibrat
     CapturedRun run;
     run.trace = t.path;
     run.contention = d.contention[ti];
+    // The trace's own cost level (its workers' warm-up excess the replay takes out of its recorded
+    // costs: cpu.recorded_warmup_samples).
     run.worker_cost_scale = d.as_captured ? d.contention[ti].as_captured_scale : d.contention[ti].intrinsic_scale;
     run.measured = Summarize(t);
     const auto& m = t.manifest;

@@ -46,6 +46,10 @@ struct CalibrationDraft {
   // cpu: per trace, in trace order. The costs stage divides recorded times by intrinsic_scale.
   std::vector<ContentionEstimate> contention;
   std::vector<BusyCoreEstimate> busy_cores;
+  // cpu: per trace, how much contention its cpu_ns contains (the busy-core slowdown its threads ran
+  // under, other processes' included for the intrinsic scale): the gpu stage takes it out of the loop
+  // thread's host CPU too, since the simulator applies the slowdown of the configuration it predicts.
+  std::vector<double> cpu_ns_inflation;
   bool as_captured = false;  // --cpu-scale as-captured
   // costs: per media format, the stage regressions (written under extra.formats.media).
   nlohmann::json media = nlohmann::json::object();

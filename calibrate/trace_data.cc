@@ -1,9 +1,11 @@
 #include "calibrate/trace_data.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
+#include "common/quantile.h"
 #include "replay/manifest.h"
 #include "replay/trace_reader.h"
 
@@ -15,9 +17,17 @@ Status Contradiction(const std::string& path, int64_t line, const std::string& w
   return Status::InvalidArgument(fmt::format("{}:{}: contradictory fields: {}", path, line, what));
 }
 
+// Each rank's step record indices, in trace order.
+std::map<int64_t, std::vector<size_t>> StepIndicesByRank(const TraceData& t) {
+  std::map<int64_t, std::vector<size_t>> by_rank;
+  for (size_t i = 0; i < t.steps.size(); ++i) by_rank[t.steps[i].rank].push_back(i);
+  return by_rank;
+}
+
 }  // namespace
 
 using replay::ManifestInt;
+using replay::ManifestBool;
 
 Result<TraceData> ReadTrace(const std::string& path) {
   TraceData t;
@@ -124,6 +134,56 @@ replay::RunWindow WindowOf(const TraceData& t) {
   return w;
 }
 
+StepWarmup FindStepWarmup(const TraceData& t) {
+  StepWarmup w;
+  w.is_warmup.assign(t.steps.size(), false);
+  w.host_cpu = t.manifest.value("accelerator", "") != "cuda";
+  // The cost whose one-time part is looked for: the GPU's compute, or an emulated step's host CPU
+  // (unrecorded: -1, then no warm-up is found).
+  auto cost = [&](size_t i) {
+    return static_cast<double>(w.host_cpu ? t.steps[i].cpu_ns : t.steps[i].compute_ns);
+  };
+  const std::map<int64_t, std::vector<size_t>> by_rank = StepIndicesByRank(t);
+  for (const auto& [rank, idx] : by_rank) {
+    if (idx.size() < 4) continue;
+    std::vector<double> after_first;
+    for (size_t k = 1; k < idx.size(); ++k) after_first.push_back(cost(idx[k]));
+    const double median = Median(after_first);
+    if (median <= 0) continue;
+    size_t n = 0;
+    while (n < idx.size() / 4 && cost(idx[n]) > kStepWarmupFactor * median) ++n;
+    if (n == 0) continue;
+    double warm = 0, steady = 0;
+    for (size_t k = 0; k < idx.size(); ++k) (k < n ? warm : steady) += cost(idx[k]);
+    const double steady_mean = steady / static_cast<double>(idx.size() - n);
+    for (size_t k = 0; k < n; ++k) w.is_warmup[idx[k]] = true;
+    w.steps += static_cast<int64_t>(n);
+    w.extra_s = std::max(w.extra_s, (warm - steady_mean * static_cast<double>(n)) * kNs);
+  }
+  return w;
+}
+
+AfterForkSteps FindAfterForkSteps(const TraceData& t) {
+  AfterForkSteps f;
+  f.later.assign(t.steps.size(), false);
+  f.first.assign(t.steps.size(), false);
+  if (ManifestInt(t.manifest, "loader", "num_workers", 0) <= 0) return f;
+  const bool persistent = ManifestBool(t.manifest, "loader", "persistent_workers");
+  const std::map<int64_t, std::vector<size_t>> by_rank = StepIndicesByRank(t);
+  for (const auto& e : t.events) {
+    if (e.value("kind", "") != "epoch_start" || !e.contains("t_ns") || !e["t_ns"].is_number()) continue;
+    const int64_t epoch = e.value("epoch", static_cast<int64_t>(0));
+    if (epoch > 0 && persistent) continue;  // persistent workers are forked once
+    const auto t_ns = e["t_ns"].get<int64_t>();
+    for (const auto& [rank, idx] : by_rank) {
+      if (e.contains("rank") && e["rank"].is_number() && e["rank"].get<int64_t>() != rank) continue;
+      auto it = std::find_if(idx.begin(), idx.end(), [&](size_t i) { return t.steps[i].t_start_ns >= t_ns; });
+      if (it != idx.end()) (epoch > 0 ? f.later : f.first)[*it] = true;
+    }
+  }
+  return f;
+}
+
 MeasuredSummary Summarize(const TraceData& t) {
   MeasuredSummary m;
   m.batches = static_cast<int64_t>(t.batches.size());
@@ -133,7 +193,9 @@ MeasuredSummary Summarize(const TraceData& t) {
     wait += b.wait_ns * kNs;
   }
   for (const auto& s : t.steps) compute += s.compute_ns * kNs;
-  m.wall_s = WindowOf(t).wall_s();
+  m.gpu_warmup_excluded_s = FindStepWarmup(t).extra_s;
+  compute -= m.gpu_warmup_excluded_s;
+  m.wall_s = WindowOf(t).wall_s() - m.gpu_warmup_excluded_s;
   if (m.wall_s > 0) {
     m.train_throughput_samples_per_s = m.samples / m.wall_s;
     m.gpu_idle_fraction = std::clamp(1 - compute / m.wall_s, 0.0, 1.0);
@@ -143,12 +205,14 @@ MeasuredSummary Summarize(const TraceData& t) {
 }
 
 nlohmann::json MeasuredSummary::ToJson() const {
-  return {{"samples", samples},
-          {"batches", batches},
-          {"wall_s", wall_s},
-          {"train_throughput_samples_per_s", train_throughput_samples_per_s},
-          {"gpu_idle_fraction", gpu_idle_fraction},
-          {"mean_data_wait_s", mean_data_wait_s}};
+  nlohmann::json j = {{"samples", samples},
+                      {"batches", batches},
+                      {"wall_s", wall_s},
+                      {"train_throughput_samples_per_s", train_throughput_samples_per_s},
+                      {"gpu_idle_fraction", gpu_idle_fraction},
+                      {"mean_data_wait_s", mean_data_wait_s}};
+  if (gpu_warmup_excluded_s > 0) j["gpu_warmup_excluded_s"] = gpu_warmup_excluded_s;
+  return j;
 }
 
 }  // namespace simreplay::calibrate

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "cli/verb_registry.h"
 
 extern "C" char** environ;
@@ -43,6 +45,24 @@ Status MakeDirectories(const std::string& dir) {
 
 bool StderrIsTty() { return ::isatty(STDERR_FILENO) != 0; }
 
+std::string RankFoldingLine(const nlohmann::json& metrics) {
+  if (!metrics.contains("cluster") || !metrics["cluster"].contains("rank_folding")) return "";
+  const auto& cluster = metrics["cluster"];
+  const auto& f = cluster["rank_folding"];
+  const int nodes = cluster["nodes"].get<int>();
+  if (f.contains("refused")) {
+    return fmt::format(
+        "rank folding refused: the ranks' waits differ within steps ({:.1f}% of the run), so all {} "
+        "nodes were simulated",
+        100 * f["wait_spread"].get<double>(), nodes);
+  }
+  return fmt::format(
+      "rank folding: {} of {} nodes simulated in full, the others' ranks as the slowest of them each "
+      "step (docs/performance.md, \"Rank folding\"){}",
+      f["simulated_nodes"].get<int>(), nodes,
+      f.contains("caveat") ? "; caveat: " + f["caveat"].get<std::string>() : "");
+}
+
 Status WriteAndPrintSweep(const std::string& out_dir, const std::string& scenario_file,
                           const std::vector<scenarios::SweepResult>& results) {
   SIMREPLAY_RETURN_IF_ERROR(MakeDirectories(out_dir));
@@ -50,6 +70,15 @@ Status WriteAndPrintSweep(const std::string& out_dir, const std::string& scenari
   std::fputs(scenarios::SweepTable(results).c_str(), stdout);
   std::printf("accelerator: %s (%s)\n", results[0].result["accelerator"].get<std::string>().c_str(),
               results[0].result["accelerator_note"].get<std::string>().c_str());
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].result.contains("metrics")) continue;
+    const std::string line = RankFoldingLine(results[i].result["metrics"]);
+    if (line.empty()) continue;
+    std::string point;
+    for (const auto& [axis, value] : results[i].axes) point += (point.empty() ? "" : ", ") + axis + "=" + value.dump();
+    std::printf("%s%s\n", results.size() > 1 ? ("point " + std::to_string(i) + " (" + point + "): ").c_str() : "",
+                line.c_str());
+  }
   std::printf("wrote %s/results.csv, %s/results.json, %s/report.html\n", out_dir.c_str(), out_dir.c_str(),
               out_dir.c_str());
   return Status::Ok();

@@ -20,6 +20,10 @@ Status MakeDirectories(const std::string& dir);
 // True when stderr is a terminal (progress lines are shown only then).
 bool StderrIsTty();
 
+// One line saying how a result's cluster was simulated when rank folding folded it or refused to
+// (metrics.cluster.rank_folding, docs/performance.md "Rank folding"); "" otherwise.
+std::string RankFoldingLine(const nlohmann::json& metrics);
+
 // Writes DIR/results.{csv,json} and DIR/report.html and prints the table, the accelerator label and
 // the files written (what-if and merge print the same).
 Status WriteAndPrintSweep(const std::string& out_dir, const std::string& scenario_file,

@@ -18,6 +18,7 @@
 #include "cli/verb_registry.h"
 #include "common/atomic_file.h"
 #include "common/json_fields.h"
+#include "validation/host_capacity.h"
 #include "validation/runner.h"
 
 namespace simreplay::cli {
@@ -250,6 +251,21 @@ int RunProbeHttpStorage(const std::string& url, const std::string& out, bool qui
   return kExitOk;
 }
 
+// `probe host`: the host's delivered cores (validation/host_capacity.h), one JSON object per screen on
+// stdout: what the validation's noise screen records around every real run.
+int RunProbeHost(int screens, double window_s) {
+  for (int i = 0; i < screens; ++i) {
+    const validation::HostCapacity h = validation::MeasureHostCapacity(window_s);
+    nlohmann::json screen = h.ToJson();
+    screen["bound"] = validation::kMinDeliveredShare;  // harnesses read the bound here, not a copy of it
+    std::printf("%s\n", screen.dump().c_str());
+    std::fflush(stdout);
+    const std::string hint = i + 1 == screens ? validation::FaultCostHint(h) : "";
+    if (!hint.empty()) std::fprintf(stderr, "simreplay probe host: %s\n", hint.c_str());
+  }
+  return kExitOk;
+}
+
 int RunProbeVerb(int argc, char** argv) {
   CLI::App app("Measure the storage under a directory, or the network between ranks", argv[0]);
   app.require_subcommand(1);
@@ -300,6 +316,18 @@ int RunProbeVerb(int argc, char** argv) {
       ->capture_default_str();
   network->add_option("--backend", net.backend, "auto, gloo or nccl")->check(CLI::IsMember({"auto", "gloo", "nccl"}));
   network->add_option("--python", net.python, "interpreter with torch")->capture_default_str();
+  int host_screens = 1;
+  double host_window_s = 0.05;
+  CLI::App* host = app.add_subcommand(
+      "host",
+      "time a fixed integer workload on one core and on every core at once: how many of its cores the host "
+      "delivers now (a JSON line per screen; the validation's noise screen, docs/validation.md)");
+  host->add_option("--screens", host_screens, "screens to run, one line each")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  host->add_option("--window-s", host_window_s, "length of each timed window")
+      ->check(CLI::Range(0.001, 10.0))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -307,6 +335,7 @@ int RunProbeVerb(int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitUsage;
   }
   if (network->parsed()) return RunProbeNetwork(net);
+  if (host->parsed()) return RunProbeHost(host_screens, host_window_s);
   if ((!s3.endpoint_url.empty() || !s3.region.empty() || s3.no_sign_request) && !IsS3Url(dir)) {
     std::fprintf(stderr, "%s--endpoint-url, --region and --no-sign-request apply to s3:// URLs only\n", kPrefix);
     return kExitUsage;
@@ -317,6 +346,9 @@ int RunProbeVerb(int argc, char** argv) {
 
 }  // namespace
 
-SIMREPLAY_REGISTER_VERB("probe", "measure storage (probe storage PATH) or collectives (probe network)", RunProbeVerb);
+SIMREPLAY_REGISTER_VERB("probe",
+                        "measure storage (probe storage PATH), collectives (probe network) or the host's delivered "
+                        "cores (probe host)",
+                        RunProbeVerb);
 
 }  // namespace simreplay::cli

@@ -83,6 +83,7 @@ int RunSimulate(int argc, char** argv) {
   const auto& m = (*result)["metrics"];
   std::printf("accelerator: %s (%s)\n", (*result)["accelerator"].get<std::string>().c_str(),
               (*result)["accelerator_note"].get<std::string>().c_str());
+  if (const std::string folding = RankFoldingLine(m); !folding.empty()) std::printf("%s\n", folding.c_str());
   if ((*result)["resolved"].contains("network")) {
     const auto& n = (*result)["resolved"]["network"];
     std::printf("network: NICs %.4g B/s %s, latency %.3g s %s\n", n["nic_bytes_per_s"]["value"].get<double>(),

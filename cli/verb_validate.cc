@@ -76,7 +76,8 @@ int RunValidate(int argc, char** argv) {
       "delivered samples, predicted vs measured. Writes DIR/validation.json and DIR/report.md.\n"
       "A multi-node suite spec (simreplay.multinode-suite/1) runs real DDP ranks across network namespaces\n"
       "(validation/suite/multinode.py, as root): DIR/multinode.json and DIR/report.md.\n"
-      "The accelerator step is emulated (sleep) in every run and prediction."};
+      "The bench's step is emulated (a sleep) unless the spec's run.command runs it on a GPU; the report's\n"
+      "accelerator label says which, from the traces."};
   app.name(argv[0]);
   std::string spec_path, out_dir, ingest_dir, data_dir, python = "/usr/bin/python3", capture_path;
   int reps = -1, warmup_runs = -1;
@@ -90,6 +91,10 @@ int RunValidate(int argc, char** argv) {
   app.add_option("--data", data_dir, "bench dataset directory (make-dataset output; overrides the spec's 'dataset')");
   app.add_option("--ingest", ingest_dir, "re-analyse the runs recorded in DIR/runs.json instead of running anything");
   app.add_flag("--no-pipeline-runs", no_pipeline, "skip the pipeline-only runs");
+  bool no_host_screen = false;
+  app.add_flag("--no-host-screen", no_host_screen,
+               "do not screen the host's delivered cores around each run (runs.json records none; nothing is "
+               "repeated for it): for tests, and for one-core hosts where the screen cannot see anything");
   app.add_flag("--allow-manifest-diff", allow_manifest_diff,
                "compare runs whose trace manifests differ in what matters (docs/manifest.md; refused otherwise; "
                "recorded in validation.json's environment)");
@@ -123,10 +128,17 @@ int RunValidate(int argc, char** argv) {
   options.env.dataset_dir =
       options.spec.dataset_dir.empty() ? "" : fs::absolute(options.spec.dataset_dir).lexically_normal().string();
   options.simreplay_executable = validation::SelfExecutable();
+  if (no_host_screen) options.host_screen.screen = [] { return validation::HostCapacity{}; };
   const bool tty = StderrIsTty();
   options.on_run = [tty](size_t i, size_t total, const validation::RunRecord& rec, const std::string& what) {
-    std::fprintf(stderr, "%s[%zu/%zu] %-28s %s (%.1f s, load %.2f)%s", tty ? "\r\033[K" : "", i, total,
-                 rec.plan.id.c_str(), what.c_str(), rec.wall_s, rec.loadavg_after, tty ? "" : "\n");
+    const std::string host = rec.host_after.cores > 0
+                                 ? fmt::format(", host {:.2f}/{} cores", rec.HostDeliveredShare() * rec.host_after.cores,
+                                               rec.host_after.cores)
+                                 : "";
+    const std::string noise = rec.attempts > 1 ? fmt::format(", {} attempts", rec.attempts) : "";
+    std::fprintf(stderr, "%s[%zu/%zu] %-28s %s (%.1f s, load %.2f%s%s)%s", tty ? "\r\033[K" : "", i, total,
+                 rec.plan.id.c_str(), what.c_str(), rec.wall_s, rec.loadavg_after, host.c_str(), noise.c_str(),
+                 tty ? "" : "\n");
     if (tty && i == total) std::fputc('\n', stderr);
   };
 
@@ -135,8 +147,9 @@ int RunValidate(int argc, char** argv) {
   const nlohmann::json& doc = outcome->document;
   std::fputs(validation::RenderSuiteTable(doc).c_str(), stdout);
   for (const auto& w : outcome->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  std::printf("accelerator: emulated (every step a sleep; no GPU)\nwrote %s/validation.json and %s/report.md\n",
-              out_dir.c_str(), out_dir.c_str());
+  std::printf("accelerator: %s (%s)\nwrote %s/validation.json and %s/report.md\n",
+              doc.value("accelerator", "emulated").c_str(), doc.value("accelerator_note", "").c_str(), out_dir.c_str(),
+              out_dir.c_str());
   if (validation::ChecksFailed(doc)) {
     std::fprintf(stderr, "%s: a requested check failed (%s)\n", verb.c_str(), validation::FailedChecks(doc).c_str());
     return kExitCheckFailed;

@@ -49,8 +49,9 @@ Result<AcceleratorCatalogue> AcceleratorCatalogue::Parse(const nlohmann::json& j
       }
     }
     SIMREPLAY_RETURN_IF_ERROR(a.GetOptionalString("software_stack", &acc.software_stack));
-    if (acc.software_stack != "cuda" && acc.software_stack != "rocm") {
-      return a.Error("'software_stack' must be \"cuda\" or \"rocm\", found \"" + acc.software_stack + "\"");
+    if (acc.software_stack != "cuda" && acc.software_stack != "rocm" && acc.software_stack != "emulated") {
+      return a.Error("'software_stack' must be \"cuda\", \"rocm\" or \"emulated\", found \"" + acc.software_stack +
+                     "\"");
     }
     if (acc.name.empty()) return a.Error("'name' must not be empty");
     if (!seen.insert(acc.name).second) return a.Error("duplicate accelerator '" + acc.name + "'");

@@ -27,7 +27,11 @@ struct Accelerator {
   // Case-insensitive substrings of the driver's device name (torch.cuda.get_device_name) that identify
   // this accelerator: how a preflight's GPU is matched to a catalogue entry. Empty: never matched.
   std::vector<std::string> device_names;
-  std::string software_stack = "cuda";  // "cuda" or "rocm" (a ROCm candidate needs a qualified stack)
+  std::string software_stack = "cuda";  // "cuda", "rocm" (needs a qualified stack) or "emulated" (no GPU)
+
+  // The emulated accelerator: no GPU, the step a sleep of the scenario's step time, which is then
+  // exactly the step the planned job runs (a plan of the emulated job itself, as its validation runs).
+  bool emulated() const { return software_stack == "emulated"; }
 
   // Whether the driver's `device_name` is this accelerator (one of device_names is a substring of it).
   bool MatchesDeviceName(const std::string& device_name) const;

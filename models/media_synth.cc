@@ -55,18 +55,18 @@ Result<StageCostFit> ParseStageFit(const nlohmann::json& j, const std::string& w
     if (!std::is_sorted(fit.residual_ratio_quantiles.begin(), fit.residual_ratio_quantiles.end()))
       return f.Error("'residual_ratio_quantiles' must be non-decreasing");
   }
+  if (j.contains("residual_ratio_bin_means")) {
+    const auto& m = j["residual_ratio_bin_means"];
+    const auto& q = fit.residual_ratio_quantiles;
+    if (!m.is_array() || q.size() < 2 || m.size() != q.size() - 1)
+      return f.Error("'residual_ratio_bin_means' must be an array with one entry fewer than residual_ratio_quantiles");
+    for (size_t i = 0; i < m.size(); ++i) {
+      if (!m[i].is_number() || !(m[i].get<double>() >= q[i]) || !(m[i].get<double>() <= q[i + 1]))
+        return f.Error(fmt::format("'residual_ratio_bin_means'[{}] must lie between the quantiles around it", i));
+      fit.residual_ratio_bin_means.push_back(m[i].get<double>());
+    }
+  }
   return fit;
-}
-
-// Linear interpolation in the tabulated quantiles at evenly spaced probabilities 0..1.
-double DrawRatio(const std::vector<double>& q, Rng* rng) {
-  const double u = rng->Unit();
-  if (q.empty()) return 1.0;
-  if (q.size() == 1) return q[0];
-  const double pos = u * static_cast<double>(q.size() - 1);
-  const size_t i = static_cast<size_t>(pos);
-  const double frac = pos - static_cast<double>(i);
-  return i + 1 < q.size() ? q[i] + frac * (q[i + 1] - q[i]) : q.back();
 }
 
 struct Shape {
@@ -89,6 +89,25 @@ struct Extent {
 };
 
 }  // namespace
+
+double DrawResidualRatio(const StageCostFit& fit, double u_bin, double u_within) {
+  const auto& q = fit.residual_ratio_quantiles;
+  if (q.empty()) return 1.0;
+  if (q.size() == 1) return q[0];
+  const size_t bins = q.size() - 1;
+  const size_t i = std::min(bins - 1, static_cast<size_t>(u_bin * static_cast<double>(bins)));
+  const double lo = q[i], width = q[i + 1] - lo;
+  if (width <= 0) return lo;
+  // Mean of lo + width t^a over t in [0, 1] is lo + width / (a + 1).
+  double a = 1;
+  if (fit.residual_ratio_bin_means.size() == bins) {
+    const double excess = fit.residual_ratio_bin_means[i] - lo;
+    if (excess <= 0) return lo;
+    if (excess >= width) return q[i + 1];
+    a = width / excess - 1;
+  }
+  return lo + width * std::pow(u_within, a);
+}
 
 Result<std::map<std::string, MediaCostModel>> ParseMediaCostModels(const nlohmann::json& media,
                                                                    const std::string& where) {
@@ -280,7 +299,13 @@ Status SynthesizeMedia(const std::map<std::string, MediaCostModel>& models,
         s.*st.cost = from > 0 ? rec.*st.cost * to / from : to;
       } else {
         // Regression and residual are intrinsic CPU seconds for decode/augment, recorded seconds for read.
-        const double ratio = DrawRatio(st.fit->residual_ratio_quantiles, &rng);
+        if (st.fit->residual_ratio_bin_means.empty() && st.fit->residual_ratio_quantiles.size() > 1) {
+          note_once("media " + m +
+                    ": the model has no residual_ratio_bin_means (calibrated before 2026-12-07): "
+                    "synthesised costs draw linearly between quantiles, which overstates a heavy tail; recalibrate");
+        }
+        const double u_bin = rng.Unit();
+        const double ratio = DrawResidualRatio(*st.fit, u_bin, rng.Unit());
         s.*st.cost = to * ratio / (st.read ? 1.0 : std::max(1e-12, worker_cost_scale));
       }
     }

@@ -46,7 +46,15 @@ struct StageCostFit {
   // Measured range of each feature: [min, max] of bytes, pixels, frames (read: bytes only).
   double bytes_min = 0, bytes_max = 0, pixels_min = 0, pixels_max = 0, frames_min = 0, frames_max = 0;
   std::vector<double> residual_ratio_quantiles;  // observed / predicted at 0, 0.05, ..., 1
+  // The mean observed ratio between neighbouring quantiles (one fewer entry); empty in models calibrated
+  // before 2026-12-07, whose draws interpolate linearly and overstate a heavy tail.
+  std::vector<double> residual_ratio_bin_means;
 };
+
+// One residual ratio for a synthesised sample: a bin between neighbouring quantiles, uniformly, then a
+// point inside it on q_i + (q_i+1 - q_i) t^a, t uniform, with a set so the bin's mean is its observed
+// mean (a = 1, linear, without bin means). 1 when no quantiles are given.
+double DrawResidualRatio(const StageCostFit& fit, double u_bin, double u_within);
 
 struct MediaCostModel {
   StageCostFit read, decode, augment;

@@ -18,69 +18,95 @@ double ModelParams::CollectiveTimeS(int ranks) const {
 
 namespace {
 
-// The table of numeric parameters: name in the file, pointer into the model, and whether it must be > 0.
+// The values a numeric parameter may take: any finite number, >= 0 (CPU seconds, network rates), > 0.
+enum class Bound { kAny, kNonNegative, kPositive, kFraction };
+
+// The table of numeric parameters: name in the file, pointer into the model, and its bound.
 struct NumericParam {
   const char* section;
   const char* name;
   std::function<double&(ModelParams&)> ref;
-  bool positive;
+  Bound bound;
 };
 
 const std::vector<NumericParam>& NumericParams() {
   static const std::vector<NumericParam> table = {
-      {"cpu", "core_speed_scale", [](ModelParams& m) -> double& { return m.cpu.core_speed_scale; }, true},
-      {"cpu", "worker_cost_scale", [](ModelParams& m) -> double& { return m.cpu.worker_cost_scale; }, true},
-      {"cpu", "worker_overhead_factor", [](ModelParams& m) -> double& { return m.cpu.worker_overhead_factor; }, true},
+      {"cpu", "core_speed_scale", [](ModelParams& m) -> double& { return m.cpu.core_speed_scale; }, Bound::kPositive},
+      {"cpu", "worker_cost_scale", [](ModelParams& m) -> double& { return m.cpu.worker_cost_scale; }, Bound::kPositive},
+      {"cpu", "worker_overhead_factor", [](ModelParams& m) -> double& { return m.cpu.worker_overhead_factor; },
+       Bound::kPositive},
       {"cpu", "worker_overhead_per_sample_s",
-       [](ModelParams& m) -> double& { return m.cpu.worker_overhead_per_sample_s; }, false},
-      {"cpu", "main_per_batch_s", [](ModelParams& m) -> double& { return m.cpu.main_per_batch_s; }, false},
-      {"cpu", "pin_bytes_per_s", [](ModelParams& m) -> double& { return m.cpu.pin_bytes_per_s; }, true},
-      {"cpu", "worker_startup_s", [](ModelParams& m) -> double& { return m.cpu.worker_startup_s; }, false},
-      {"cpu", "worker_spawn_s", [](ModelParams& m) -> double& { return m.cpu.worker_spawn_s; }, false},
-      {"cpu", "worker_resume_s", [](ModelParams& m) -> double& { return m.cpu.worker_resume_s; }, false},
-      {"cpu", "worker_shutdown_s", [](ModelParams& m) -> double& { return m.cpu.worker_shutdown_s; }, false},
-      {"cpu", "worker_warmup_cpu_s", [](ModelParams& m) -> double& { return m.cpu.worker_warmup_cpu_s; }, false},
-      {"cpu", "collate_per_sample_s", [](ModelParams& m) -> double& { return m.cpu.collate_per_sample_s; }, false},
-      {"cpu", "background_threads", [](ModelParams& m) -> double& { return m.cpu.background_threads; }, false},
-      {"cpu", "busy_core_slowdown", [](ModelParams& m) -> double& { return m.cpu.busy_core_slowdown; }, false},
+       [](ModelParams& m) -> double& { return m.cpu.worker_overhead_per_sample_s; }, Bound::kAny},
+      {"cpu", "worker_send_s_per_byte", [](ModelParams& m) -> double& { return m.cpu.worker_send_s_per_byte; },
+       Bound::kNonNegative},
+      {"cpu", "main_per_batch_s", [](ModelParams& m) -> double& { return m.cpu.main_per_batch_s; }, Bound::kAny},
+      {"cpu", "pin_bytes_per_s", [](ModelParams& m) -> double& { return m.cpu.pin_bytes_per_s; }, Bound::kPositive},
+      {"cpu", "worker_startup_s", [](ModelParams& m) -> double& { return m.cpu.worker_startup_s; }, Bound::kAny},
+      {"cpu", "worker_spawn_s", [](ModelParams& m) -> double& { return m.cpu.worker_spawn_s; }, Bound::kAny},
+      {"cpu", "worker_resume_s", [](ModelParams& m) -> double& { return m.cpu.worker_resume_s; }, Bound::kAny},
+      {"cpu", "worker_shutdown_s", [](ModelParams& m) -> double& { return m.cpu.worker_shutdown_s; }, Bound::kAny},
+      {"cpu", "worker_warmup_cpu_s", [](ModelParams& m) -> double& { return m.cpu.worker_warmup_cpu_s; }, Bound::kAny},
+      {"cpu", "worker_warmup_samples", [](ModelParams& m) -> double& { return m.cpu.worker_warmup_samples; },
+       Bound::kNonNegative},
+      {"cpu", "worker_warmup_first_share",
+       [](ModelParams& m) -> double& { return m.cpu.worker_warmup_first_share; }, Bound::kFraction},
+      {"cpu", "recorded_warmup_samples", [](ModelParams& m) -> double& { return m.cpu.recorded_warmup_samples; },
+       Bound::kNonNegative},
+      {"cpu", "collate_per_sample_s", [](ModelParams& m) -> double& { return m.cpu.collate_per_sample_s; },
+       Bound::kAny},
+      {"cpu", "background_threads", [](ModelParams& m) -> double& { return m.cpu.background_threads; }, Bound::kAny},
+      {"cpu", "busy_core_slowdown", [](ModelParams& m) -> double& { return m.cpu.busy_core_slowdown; }, Bound::kAny},
       {"cpu", "oversubscription_overhead", [](ModelParams& m) -> double& { return m.cpu.oversubscription_overhead; },
-       false},
-      {"cpu", "wakeup_delay_s", [](ModelParams& m) -> double& { return m.cpu.wakeup_delay_s; }, false},
+       Bound::kAny},
+      {"cpu", "wakeup_delay_s", [](ModelParams& m) -> double& { return m.cpu.wakeup_delay_s; }, Bound::kAny},
       {"cpu", "wakeup_delay_per_excess_s", [](ModelParams& m) -> double& { return m.cpu.wakeup_delay_per_excess_s; },
-       false},
+       Bound::kAny},
+      {"cpu", "page_fault_cpu_share", [](ModelParams& m) -> double& { return m.cpu.page_fault_cpu_share; },
+       Bound::kAny},
+      {"cpu", "inline_page_fault_ratio", [](ModelParams& m) -> double& { return m.cpu.inline_page_fault_ratio; },
+       Bound::kAny},
       {"storage", "bandwidth_bytes_per_s", [](ModelParams& m) -> double& { return m.storage.bandwidth_bytes_per_s; },
-       true},
-      {"storage", "latency_s", [](ModelParams& m) -> double& { return m.storage.latency_s; }, false},
+       Bound::kPositive},
+      {"storage", "latency_s", [](ModelParams& m) -> double& { return m.storage.latency_s; }, Bound::kAny},
       {"storage", "page_cache_hit_ratio", [](ModelParams& m) -> double& { return m.storage.page_cache_hit_ratio; },
-       false},
+       Bound::kAny},
       {"storage", "page_cache_bytes_per_s", [](ModelParams& m) -> double& { return m.storage.page_cache_bytes_per_s; },
-       true},
-      {"memory", "main_base_bytes", [](ModelParams& m) -> double& { return m.memory.main_base_bytes; }, false},
+       Bound::kPositive},
+      {"memory", "main_base_bytes", [](ModelParams& m) -> double& { return m.memory.main_base_bytes; }, Bound::kAny},
       {"memory", "worker_base_pss_bytes", [](ModelParams& m) -> double& { return m.memory.worker_base_pss_bytes; },
-       false},
-      {"memory", "batch_bytes_scale", [](ModelParams& m) -> double& { return m.memory.batch_bytes_scale; }, false},
-      {"memory", "capacity_bytes", [](ModelParams& m) -> double& { return m.memory.capacity_bytes; }, false},
-      {"pcie", "h2d_pinned_bytes_per_s", [](ModelParams& m) -> double& { return m.pcie.h2d_pinned_bytes_per_s; }, true},
+       Bound::kAny},
+      {"memory", "batch_bytes_scale", [](ModelParams& m) -> double& { return m.memory.batch_bytes_scale; },
+       Bound::kAny},
+      {"memory", "capacity_bytes", [](ModelParams& m) -> double& { return m.memory.capacity_bytes; }, Bound::kAny},
+      {"pcie", "h2d_pinned_bytes_per_s", [](ModelParams& m) -> double& { return m.pcie.h2d_pinned_bytes_per_s; },
+       Bound::kPositive},
       {"pcie", "h2d_pageable_bytes_per_s", [](ModelParams& m) -> double& { return m.pcie.h2d_pageable_bytes_per_s; },
-       true},
-      {"pcie", "latency_s", [](ModelParams& m) -> double& { return m.pcie.latency_s; }, false},
-      {"gpu", "step_time_s", [](ModelParams& m) -> double& { return m.gpu.step_time_s; }, false},
-      {"gpu", "step_cv", [](ModelParams& m) -> double& { return m.gpu.step_cv; }, false},
-      {"gpu", "step_intercept_s", [](ModelParams& m) -> double& { return m.gpu.step_intercept_s; }, false},
-      {"gpu", "step_per_sample_s", [](ModelParams& m) -> double& { return m.gpu.step_per_sample_s; }, false},
-      {"gpu", "step_host_cpu_s", [](ModelParams& m) -> double& { return m.gpu.step_host_cpu_s; }, false},
-      {"collective", "time_per_step_s", [](ModelParams& m) -> double& { return m.collective.time_per_step_s; }, false},
-      {"collective", "alpha_s", [](ModelParams& m) -> double& { return m.collective.alpha_s; }, false},
-      {"collective", "bus_bytes_per_s", [](ModelParams& m) -> double& { return m.collective.bus_bytes_per_s; }, true},
-      {"collective", "gradient_bytes", [](ModelParams& m) -> double& { return m.collective.gradient_bytes; }, false},
+       Bound::kPositive},
+      {"pcie", "latency_s", [](ModelParams& m) -> double& { return m.pcie.latency_s; }, Bound::kAny},
+      {"gpu", "step_time_s", [](ModelParams& m) -> double& { return m.gpu.step_time_s; }, Bound::kAny},
+      {"gpu", "step_cv", [](ModelParams& m) -> double& { return m.gpu.step_cv; }, Bound::kAny},
+      {"gpu", "step_intercept_s", [](ModelParams& m) -> double& { return m.gpu.step_intercept_s; }, Bound::kAny},
+      {"gpu", "step_per_sample_s", [](ModelParams& m) -> double& { return m.gpu.step_per_sample_s; }, Bound::kAny},
+      {"gpu", "step_host_cpu_s", [](ModelParams& m) -> double& { return m.gpu.step_host_cpu_s; }, Bound::kNonNegative},
+      {"gpu", "step_host_cpu_after_fork_s", [](ModelParams& m) -> double& { return m.gpu.step_host_cpu_after_fork_s; },
+       Bound::kNonNegative},
+      {"collective", "time_per_step_s", [](ModelParams& m) -> double& { return m.collective.time_per_step_s; },
+       Bound::kAny},
+      {"collective", "alpha_s", [](ModelParams& m) -> double& { return m.collective.alpha_s; }, Bound::kAny},
+      {"collective", "bus_bytes_per_s", [](ModelParams& m) -> double& { return m.collective.bus_bytes_per_s; },
+       Bound::kPositive},
+      {"collective", "gradient_bytes", [](ModelParams& m) -> double& { return m.collective.gradient_bytes; },
+       Bound::kAny},
       {"collective", "cpu_s_per_bus_byte", [](ModelParams& m) -> double& { return m.collective.cpu_s_per_bus_byte; },
-       false},
-      {"network", "link_bytes_per_s", [](ModelParams& m) -> double& { return m.network.link_bytes_per_s; }, false},
-      {"network", "link_latency_s", [](ModelParams& m) -> double& { return m.network.link_latency_s; }, false},
+       Bound::kAny},
+      {"network", "link_bytes_per_s", [](ModelParams& m) -> double& { return m.network.link_bytes_per_s; },
+       Bound::kNonNegative},
+      {"network", "link_latency_s", [](ModelParams& m) -> double& { return m.network.link_latency_s; },
+       Bound::kNonNegative},
       {"network", "nominal_link_bytes_per_s",
-       [](ModelParams& m) -> double& { return m.network.nominal_link_bytes_per_s; }, false},
-      {"network", "ranks", [](ModelParams& m) -> double& { return m.network.ranks; }, false},
-      {"network", "nodes", [](ModelParams& m) -> double& { return m.network.nodes; }, false},
+       [](ModelParams& m) -> double& { return m.network.nominal_link_bytes_per_s; }, Bound::kNonNegative},
+      {"network", "ranks", [](ModelParams& m) -> double& { return m.network.ranks; }, Bound::kNonNegative},
+      {"network", "nodes", [](ModelParams& m) -> double& { return m.network.nodes; }, Bound::kNonNegative},
   };
   return table;
 }
@@ -133,12 +159,16 @@ Result<ModelParams> ParseModel(const nlohmann::json& json, const std::string& wh
     double value = 0;
     SIMREPLAY_RETURN_IF_ERROR(ReadParam(json[p.section], where, full, p.name, &value, &info, &present));
     if (!present) continue;
-    if (p.positive && value <= 0) return top.Error(full + " must be > 0");
-    if (std::string(p.section) == "network" && value < 0) return top.Error(full + " must be >= 0");
+    if (p.bound == Bound::kPositive && value <= 0) return top.Error(full + " must be > 0");
+    if (p.bound == Bound::kNonNegative && value < 0) return top.Error(full + " must be >= 0");
+    if (p.bound == Bound::kFraction && (value < 0 || value > 1)) return top.Error(full + " must be in [0, 1]");
     p.ref(model) = value;
     model.info[full] = info;
   }
   if (model.storage.page_cache_hit_ratio > 1) return top.Error("storage.page_cache_hit_ratio must be in [0, 1]");
+  if (model.cpu.page_fault_cpu_share > 0.95) return top.Error("cpu.page_fault_cpu_share must be in [0, 0.95]");
+  // A ratio far beyond what a probe measures would make inline costs absurd, not merely wrong.
+  if (model.cpu.inline_page_fault_ratio > 100) return top.Error("cpu.inline_page_fault_ratio must be in [0, 100]");
   if (json.contains("storage")) {
     JsonFields storage(json["storage"], where + ": storage");
     SIMREPLAY_RETURN_IF_ERROR(storage.GetOptionalString("mode", &model.storage.mode));
@@ -169,6 +199,15 @@ Result<ModelParams> ParseModel(const nlohmann::json& json, const std::string& wh
     SIMREPLAY_RETURN_IF_ERROR(gpu.GetOptionalString("accelerator", &model.gpu.accelerator));
   }
   SIMREPLAY_RETURN_IF_ERROR(top.GetOptionalString("trace", &model.trace_path));
+  if (json.contains("warmup_steady_cpu_s_per_unit")) {
+    const auto& steady = json["warmup_steady_cpu_s_per_unit"];
+    if (!steady.is_object()) return top.Error("warmup_steady_cpu_s_per_unit must be an object");
+    for (const auto& [format, cost] : steady.items()) {
+      if (!cost.is_number() || !std::isfinite(cost.get<double>()) || cost.get<double>() < 0)
+        return top.Error("warmup_steady_cpu_s_per_unit." + format + " must be a number >= 0");
+      model.warmup_steady_cpu_s_per_unit[format] = cost.get<double>();
+    }
+  }
   for (const char* keep : {"fit_quality", "provenance", "formats", "warnings", "measured_range", "self_check"}) {
     if (json.contains(keep)) model.extra[keep] = json[keep];
   }
@@ -197,6 +236,8 @@ nlohmann::json ModelToJson(const ModelParams& model) {
   out["gpu"]["measured_batch_size"] = model.gpu.measured_batch_size;
   out["gpu"]["accelerator"] = model.gpu.accelerator;
   if (!model.trace_path.empty()) out["trace"] = model.trace_path;
+  if (!model.warmup_steady_cpu_s_per_unit.empty())
+    out["warmup_steady_cpu_s_per_unit"] = model.warmup_steady_cpu_s_per_unit;
   for (auto& [key, value] : model.extra.items()) out[key] = value;
   return out;
 }

@@ -4,6 +4,7 @@
 // number or as {"value": x, "assumed": bool, "source": "..."}, and the provenance is kept.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -27,6 +28,10 @@ struct CpuParams {
   // memory, capture bookkeeping), intrinsic seconds: added to every sample a worker loads, whatever its
   // decode cost (it does not grow with the image; docs/model-format.md, "Calibration method" 4).
   double worker_overhead_per_sample_s = 0;
+  // The worker's send thread (the result queue's feeder, pickling each batch's tensors into shared
+  // memory) per byte of the batch's tensors: it runs beside the worker's next batch on the node's
+  // cores, and the batch reaches the main process when it is done. 0 = folded into the overhead above.
+  double worker_send_s_per_byte = 0;
   double main_per_batch_s = 0.0005;    // main process per batch: unpickle, rebuild tensors, loop overhead
   double pin_bytes_per_s = 4e9;        // pin thread copy speed into page-locked memory
   double worker_startup_s = 0.08;      // one worker: fork + import + worker_init_fn, paid at (re)start
@@ -36,6 +41,19 @@ struct CpuParams {
   // Extra CPU a fresh worker process spends on its first samples (first decodes, allocator growth,
   // lazily set-up codecs), per worker start, beyond what the same samples cost it later.
   double worker_warmup_cpu_s = 0;
+  // The samples that excess is spread over, evenly, from a process's first: a process that loads fewer
+  // pays that share of it. 0: all of it at the start, before the first sample (model files before
+  // 2026-12-06).
+  double worker_warmup_samples = 0;
+  // The share of worker_warmup_cpu_s a process pays on its first sample, the rest spread over the
+  // window: a fresh process's first decode sets up codecs and libraries (about 70 ms of a 150-200 ms
+  // excess in the bench's captures). 0: all of it spread (model files before 2026-12-06 evening).
+  double worker_warmup_first_share = 0;
+  // The replay takes each captured worker lifetime's own warm-up excess out of the recorded costs of
+  // its first this-many samples (replay/lifetime_warmup.h), since worker_warmup_cpu_s charges it again
+  // where the predicted workers start. 0: the recorded costs as they are (model files before
+  // 2026-12-06 evening, whose worker_cost_scale took the excess off every sample instead).
+  double recorded_warmup_samples = 0;
   double collate_per_sample_s = 2e-5;  // used when the trace has no collate time
   double background_threads = 0;       // CPU demand of other processes on the node, in busy cores
   // Shared-core slowdown (SMT siblings, shared caches and memory bandwidth): with m of the C cores
@@ -50,6 +68,15 @@ struct CpuParams {
   // executions running on the node's C cores. Measured by the CPU probe (docs/probe-cpu.md); 0 otherwise.
   double wakeup_delay_s = 0;
   double wakeup_delay_per_excess_s = 0;
+  // Share of a worker's per-sample CPU spent faulting in fresh pages (allocator churn), measured from
+  // the capture's per-sample page faults (models/page_fault_churn.h); in [0, 0.95]. The simulator
+  // runs the costs as captured, churn included (inline loading pays its own: inline_page_fault_ratio);
+  // advice simulates the share taken off (a tuned allocator) as a change the user can make.
+  double page_fault_cpu_share = 0;
+  // Page faults per sample of the main process loading inline (num_workers = 0) over those of the
+  // captured workers, from the CPU probe's inline point: inline loading costs the worker cost x
+  // InlineCostFactor (models/page_fault_churn.h). 1 = the same churn (no probe, or a capture loaded inline).
+  double inline_page_fault_ratio = 1;
 };
 
 // The scheduler wake-up delay d(n) = base_s + per_excess_s x max(0, n + 1 - C) of a thread that blocked,
@@ -60,6 +87,16 @@ inline double WakeupDelayS(double base_s, double per_excess_s, double running, i
 }
 inline double WakeupDelayS(const CpuParams& cpu, double running, int cores) {
   return WakeupDelayS(cpu.wakeup_delay_s, cpu.wakeup_delay_per_excess_s, running, cores);
+}
+
+// The capacity, in cores, of C cores with n CPU executions runnable (CpuParams::busy_core_slowdown,
+// oversubscription_overhead): min(n, C) busy cores, each execution's cost multiplied by the shared-core
+// slowdown and then by the oversubscription overhead beyond C. Every execution is still capped at one core.
+inline double CoreCapacity(const CpuParams& cpu, int cores, int runnable) {
+  const int busy = std::min(std::max(runnable, 1), cores);
+  const double shared = cores > 1 ? 1.0 + cpu.busy_core_slowdown * (busy - 1) / (cores - 1) : 1.0;
+  const double switching = 1.0 + cpu.oversubscription_overhead * std::max(0, runnable - cores) / cores;
+  return busy / (shared * switching);
 }
 
 struct StorageParams {
@@ -100,6 +137,10 @@ struct GpuParams {
   // accelerator part (step_time_s) and slowed by what else runs there. Set from an emulated step only
   // (there the loop's CPU work is serial with the step; on a GPU the launches overlap the device).
   double step_host_cpu_s = 0;
+  // Extra host CPU seconds of the loop thread in the first step after it forks DataLoader workers (at a
+  // non-persistent epoch start): the copy-on-write faults of the pages the step writes, shared with the
+  // children until then. Emulated steps only, like step_host_cpu_s.
+  double step_host_cpu_after_fork_s = 0;
 };
 
 struct CollectiveParams {
@@ -142,6 +183,10 @@ struct ModelParams {
   CollectiveParams collective;
   ProbedNetwork network;
   std::string trace_path;                 // optional: per-sample costs to replay (resolved against the model file)
+  // Format -> thread CPU seconds per unit (pixels x frames) of a sample past a worker's warm-up window:
+  // the steady costs calibrate priced the warm-up excess with; the replay prices each recorded
+  // lifetime's excess with them (cpu.recorded_warmup_samples). Empty: the trace's own.
+  std::map<std::string, double> warmup_steady_cpu_s_per_unit;
   std::map<std::string, ParamInfo> info;  // "cpu.main_per_batch_s" -> provenance; absent = default
   nlohmann::json extra = nlohmann::json::object();  // fit quality, provenance, formats: kept verbatim
 

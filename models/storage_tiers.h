@@ -18,7 +18,9 @@
 // bandwidth is "as captured": its cost is the recorded read time. requests = 1 for per-sample GETs
 // (map-style loaders: one request per sample, one at a time per worker process); for a streamed tier
 // (shard_samples = N > 0: WebDataset-style tar shards of N samples, one GET per shard) 1 / N: the shard's
-// first-byte latency spread over its samples, the rest at the connection's rate.
+// first-byte latency spread over its samples, the rest at the connection's rate. The simulator reads a
+// streamed tier that has a per-stream rate through each reader's connection instead, transfer
+// overlapping decode (models/shard_stream.h); this cost is what remains for one without a rate.
 // Request-rate limit (requests_per_s > 0, per node): requests leave no closer than 1 / rate apart
 // (RequestPacer); a burst of workers opening their first request at once waits its turn.
 #pragma once
@@ -39,6 +41,9 @@ struct StorageTier {
   int max_streams = 0;                 // concurrent requests per node; 0 = unlimited
   bool warm = false;                   // the cache already holds the data in the first epoch
   int64_t shard_samples = 0;           // > 0: streamed in shards of this many samples (one GET per shard)
+  // Streamed: each shard's length in bytes (its tar file's size), in shard order; missing or 0: estimated
+  // from the samples' bytes in tar framing (models/shard_stream.h).
+  std::vector<double> shard_bytes;
   double requests_per_s = 0;           // per node; 0 = unlimited
   bool AsCaptured() const { return latency_s < 0 && bytes_per_s_per_stream < 0; }
   // Requests one read of a sample makes: 1, or 1 / shard_samples for a streamed tier.

@@ -172,8 +172,10 @@ sim::IsolatedJob MakeCandidateJob(const sim::PreparedPoint& point) {
     if (!stats.ok()) return stats.status();
     // Every rank records each optimizer step once; no rank can finish step k+1 before every rank has
     // finished step k (the step's collective needs all of them), so the record holds steps in groups of
-    // `ranks`, and a step lasts its group's longest interval.
-    const auto ranks = static_cast<size_t>(point.input.scenario.cluster.Ranks());
+    // `ranks`, and a step lasts its group's longest interval. A folded cluster records its simulated
+    // ranks' steps only (sim/rank_folding.h): the groups are theirs.
+    const auto ranks = stats->ranks.empty() ? static_cast<size_t>(point.input.scenario.cluster.Ranks())
+                                            : stats->ranks.size();
     CandidateRun run;
     for (size_t i = 0; i + ranks <= stats->step_s.size(); i += ranks) {
       run.interval_s.push_back(*std::max_element(stats->step_s.begin() + static_cast<std::ptrdiff_t>(i),

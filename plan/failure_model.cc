@@ -39,6 +39,8 @@ FailureModelSpec DefaultFailureModel() {
                              fmt::format("{}: 3,692 node-hours per failure, 20% assumed network and other", kMeta));
   s.floor.job_mttf_h = Assumed(kDefaultFloorJobMttfH, fmt::format("{}: measured job MTTF 7.9 h at 1,024 GPUs", kMeta));
   s.floor.reference_gpus = Assumed(kDefaultFloorReferenceGpus, fmt::format("{}: 1,024-GPU jobs", kMeta));
+  s.floor.reference_gpus_per_node = Assumed(kDefaultFloorReferenceGpusPerNode,
+                                            fmt::format("{}: nodes of 8 A100 GPUs", kMeta));
   s.floor.exponent = Assumed(kDefaultFloorExponent,
                              "rule: below 0.53, which keeps Meta's projected 1.8 h at 16,384 GPUs the component "
                              "model's (docs/planning.md)");
@@ -60,18 +62,18 @@ JobFailureRate ComputeJobFailureRate(const FailureModelSpec& spec, int gpus, int
   return r;
 }
 
-std::optional<std::string> FindFailureModelContradiction(const FailureModelSpec& spec, int gpus_per_node) {
+std::optional<std::string> FindFailureModelContradiction(const FailureModelSpec& spec) {
   if (!spec.floor.enabled) return std::nullopt;
   const double gpus = spec.floor.reference_gpus.value;
-  const double nodes = std::ceil(gpus / gpus_per_node);
+  const double nodes = std::ceil(gpus / spec.floor.reference_gpus_per_node.value);
   const double components_per_h = ComponentsPerH(spec, gpus, nodes);
   const double components_mttf_h = components_per_h > 0 ? 1 / components_per_h : std::numeric_limits<double>::infinity();
   if (components_mttf_h >= spec.floor.job_mttf_h.value) return std::nullopt;
   return fmt::format(
-      "the small-job floor (an all-cause job MTTF of {:g} h at {:g} GPUs, {}) and the component rates (which alone "
-      "fail a {:g}-GPU job every {:.3g} h, more often than every cause together) cannot both hold: raise the "
+      "the small-job floor (an all-cause job MTTF of {:g} h at {:g} GPUs in {:g} nodes, {}) and the component rates "
+      "(which alone fail that job every {:.3g} h, more often than every cause together) cannot both hold: raise the "
       "component MTBFs, lower 'small_job_floor.job_mttf_h', or set \"small_job_floor\": \"none\"",
-      spec.floor.job_mttf_h.value, gpus, spec.floor.job_mttf_h.status, gpus, components_mttf_h);
+      spec.floor.job_mttf_h.value, gpus, nodes, spec.floor.job_mttf_h.status, components_mttf_h);
 }
 
 }  // namespace simreplay::plan

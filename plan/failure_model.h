@@ -24,6 +24,8 @@ inline constexpr double kDefaultNetworkMtbfH = 18460;  // 3,692 node-hours / 0.2
 // The floor's reference point: Meta's measured job MTTF of 7.9 h at 1,024 GPUs (same paper).
 inline constexpr double kDefaultFloorJobMttfH = 7.9;
 inline constexpr double kDefaultFloorReferenceGpus = 1024;
+// RSC-1's nodes hold 8 A100s: the reference job was 128 nodes, whatever the candidates' node shape.
+inline constexpr double kDefaultFloorReferenceGpusPerNode = 8;
 // Growth of the floor's rate with GPUs, (N / reference)^exponent. Assumed: 0.5 is the round value
 // below the 0.53 that keeps the floor under the component rate at Meta's projected 16,384-GPU point
 // (1.8 h), so the projections at 16k and 131k GPUs stay the component model's.
@@ -33,6 +35,7 @@ struct FailureFloorSpec {
   bool enabled = true;
   SourcedValue job_mttf_h;      // all-cause job MTTF measured at reference_gpus
   SourcedValue reference_gpus;  // GPUs of that measurement
+  SourcedValue reference_gpus_per_node;  // how that measurement's job was laid out in nodes
   SourcedValue exponent;        // in [0, 1): the floor grows slower than the job
 };
 
@@ -59,9 +62,10 @@ struct JobFailureRate {
 JobFailureRate ComputeJobFailureRate(const FailureModelSpec& spec, int gpus, int nodes);
 
 // Why the floor and the component rates cannot both hold, or nothing: the floor's reference point is
-// an all-cause measurement, so the hardware components alone cannot fail a job of that size more
-// often than it (their job MTTF there must be at least the floor's). `gpus_per_node` lays the
-// reference job out in nodes.
-std::optional<std::string> FindFailureModelContradiction(const FailureModelSpec& spec, int gpus_per_node);
+// an all-cause measurement, so the hardware components alone cannot fail that job (its GPUs, laid out
+// in nodes as it was) more often than it: their job MTTF there must be at least the floor's. The
+// candidates' node shape does not enter: 1,024 one-GPU nodes may fail more often than the floor
+// says, since they hold 8x the nodes of the measured job (the component rates then govern).
+std::optional<std::string> FindFailureModelContradiction(const FailureModelSpec& spec);
 
 }  // namespace simreplay::plan

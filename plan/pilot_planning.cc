@@ -27,7 +27,7 @@ void UsePreflightStep(const PreflightInputs& pf, const PreflightVerdict& verdict
                       json* assumptions) {
   const std::optional<double> precision_step = MeasuredPrecisionStepS(pf, spec.model.precision);
   step->step_s = precision_step ? *precision_step : *pf.step_time_s;
-  step->measured = verdict.gpu_figures_measured;
+  step->status = verdict.gpu_figures_measured ? "measured" : "assumed";
   step->source = precision_step
                      ? fmt::format("preflight {} (GPU step in {}, its precision phase)", pf.path, spec.model.precision)
                      : fmt::format("preflight {} (GPU step, measured on a GPU)", pf.path);
@@ -67,7 +67,7 @@ PilotShape PreparePilotShape(const PlanSpec& spec, const PreflightInputs* pf, bo
       step.step_s *= s.step_factor;
       step.source += "; " + s.Describe();
       if (s.share_time.status != "measured") {
-        step.measured = false;
+        step.status = "assumed";
         AddOnce(&step.warnings, fmt::format("extrapolating the step from {:g} to {:g} tokens with an {} attention share",
                                             from, seq.length, s.share_time.status));
       }

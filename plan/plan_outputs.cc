@@ -46,7 +46,8 @@ json DistributionJson(const PlanOutcome& o, const ReservationDistribution& d) {
   }
   return {{"trials", d.trials},       {"seed", d.seed},
           {"mean_days", Num(d.mean_days)}, {"stddev_days", Num(d.stddev_days)},
-          {"p50_days", Num(d.p50_days)},   {"p90_days", Num(d.p90_days)},
+          {"p2_5_days", Num(d.p2_5_days)}, {"p50_days", Num(d.p50_days)},
+          {"p90_days", Num(d.p90_days)},   {"p97_5_days", Num(d.p97_5_days)},
           {"p99_days", Num(d.p99_days)},   {"mean_failures", Num(d.mean_failures)},
           {"p_within", within},        {"note", d.note}};
 }

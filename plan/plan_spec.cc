@@ -238,11 +238,52 @@ Status Positive(const PlanReader& r, const json& object, const std::string& poin
   return Status::Ok();
 }
 
-Status ParseReliability(const PlanReader& r, const json& rel, int gpus_per_node, ReliabilitySpec* out) {
+// reliability.launch_spread: {"preprocess_s": [...], "restart_s": [...]}, at least one list, each of 2 or
+// more launches in (0, 1e7] s. Restart launches stand for reliability.restart_s, so that figure must be given.
+Status ParseLaunchSpread(const PlanReader& r, const json& rel, ReliabilitySpec* out) {
+  if (!rel.contains("launch_spread")) return Status::Ok();
+  const json& ls = rel["launch_spread"];
+  const std::string at = "/reliability/launch_spread";
+  SIMREPLAY_RETURN_IF_ERROR(r.Keys(ls, at, {"preprocess_s", "restart_s"}));
+  if (!ls.contains("preprocess_s") && !ls.contains("restart_s")) {
+    return r.Error(at, "'reliability.launch_spread' needs 'preprocess_s' or 'restart_s' (launches timed in s), found "
+                       "neither");
+  }
+  auto launches = [&](const char* key, std::vector<double>* values) -> Status {
+    if (!ls.contains(key)) return Status::Ok();
+    const json& a = ls[key];
+    const std::string kat = at + "/" + key;
+    if (!a.is_array() || a.size() < 2 || a.size() > 100000) {
+      return r.Error(kat, fmt::format("'reliability.launch_spread.{}' must be an array of 2 to 100000 launch times in "
+                                      "s, found {}",
+                                      key, a.is_array() ? fmt::format("{} value(s)", a.size()) : a.dump()));
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double v = a[i].is_number() ? a[i].get<double>() : -1;
+      if (!(v > 0) || v > 1e7) {
+        return r.Error(kat + "/" + std::to_string(i),
+                       fmt::format("'reliability.launch_spread.{}' values must be seconds in (0, 1e7], found {}", key,
+                                   a[i].dump()));
+      }
+      values->push_back(v);
+    }
+    return Status::Ok();
+  };
+  SIMREPLAY_RETURN_IF_ERROR(launches("preprocess_s", &out->launch_preprocess_s));
+  SIMREPLAY_RETURN_IF_ERROR(launches("restart_s", &out->launch_restart_s));
+  if (!out->launch_restart_s.empty() && !rel.contains("restart_s")) {
+    return r.Error(at + "/restart_s",
+                   "'reliability.launch_spread.restart_s' gives launches of 'reliability.restart_s' (one fixed "
+                   "figure), which is not given");
+  }
+  return Status::Ok();
+}
+
+Status ParseReliability(const PlanReader& r, const json& rel, ReliabilitySpec* out) {
   const std::string at = "/reliability";
   SIMREPLAY_RETURN_IF_ERROR(r.Keys(rel, at,
                                    {"gpu_mtbf_h", "node_mtbf_h", "network_mtbf_h", "small_job_floor", "restart_s",
-                                    "restart", "known_failures"}));
+                                    "restart", "known_failures", "launch_spread"}));
   if (rel.contains("known_failures")) {
     const json& k = rel["known_failures"];
     const std::string kat = at + "/known_failures";
@@ -260,6 +301,7 @@ Status ParseReliability(const PlanReader& r, const json& rel, int gpus_per_node,
       out->known_failures_s.push_back(v);
     }
   }
+  SIMREPLAY_RETURN_IF_ERROR(ParseLaunchSpread(r, rel, out));
   FailureModelSpec& f = out->failures;
   SIMREPLAY_RETURN_IF_ERROR(Positive(r, rel, at, "gpu_mtbf_h", 1e12, &f.gpu_mtbf_h));
   SIMREPLAY_RETURN_IF_ERROR(Positive(r, rel, at, "node_mtbf_h", 1e12, &f.node_mtbf_h, true));
@@ -270,9 +312,12 @@ Status ParseReliability(const PlanReader& r, const json& rel, int gpus_per_node,
     if (fl.is_string() && fl == "none") {
       f.floor.enabled = false;
     } else {
-      SIMREPLAY_RETURN_IF_ERROR(r.Keys(fl, fat, {"job_mttf_h", "reference_gpus", "exponent"}));
+      SIMREPLAY_RETURN_IF_ERROR(
+          r.Keys(fl, fat, {"job_mttf_h", "reference_gpus", "reference_gpus_per_node", "exponent"}));
       SIMREPLAY_RETURN_IF_ERROR(Positive(r, fl, fat, "job_mttf_h", 1e12, &f.floor.job_mttf_h));
       SIMREPLAY_RETURN_IF_ERROR(Positive(r, fl, fat, "reference_gpus", 1e7, &f.floor.reference_gpus));
+      SIMREPLAY_RETURN_IF_ERROR(
+          Positive(r, fl, fat, "reference_gpus_per_node", 1024, &f.floor.reference_gpus_per_node));
       if (fl.contains("exponent")) {
         double e = 0;
         SIMREPLAY_RETURN_IF_ERROR(r.Number(fl, fat, "exponent", &e, true, 0, 0.99));
@@ -280,7 +325,7 @@ Status ParseReliability(const PlanReader& r, const json& rel, int gpus_per_node,
       }
     }
   }
-  if (auto why = FindFailureModelContradiction(f, gpus_per_node)) return r.Error(at, *why);
+  if (auto why = FindFailureModelContradiction(f)) return r.Error(at, *why);
 
   RestartSpec& rs = out->restart;
   if (rel.contains("restart_s") && rel.contains("restart")) {
@@ -372,8 +417,8 @@ Result<PlanSpec> ParsePlan(const std::string& text, const std::string& path) {
   SIMREPLAY_RETURN_IF_ERROR(ParseCandidates(r, j["candidates"], &plan.candidates));
 
   if (j.contains("reliability")) {
-    SIMREPLAY_RETURN_IF_ERROR(ParseReliability(r, j["reliability"], plan.candidates.gpus_per_node, &plan.reliability));
-  } else if (auto why = FindFailureModelContradiction(plan.reliability.failures, plan.candidates.gpus_per_node)) {
+    SIMREPLAY_RETURN_IF_ERROR(ParseReliability(r, j["reliability"], &plan.reliability));
+  } else if (auto why = FindFailureModelContradiction(plan.reliability.failures)) {
     return r.Error("", *why);  // unreachable with the defaults; kept so the check has one home
   }
   if (!plan.reliability.known_failures_s.empty()) {
@@ -441,9 +486,12 @@ Result<PlanSpec> ParsePlan(const std::string& text, const std::string& path) {
   }
   if (j.contains("uncertainty")) {
     const json& u = j["uncertainty"];
-    SIMREPLAY_RETURN_IF_ERROR(r.Keys(u, "/uncertainty", {"error_low", "error_high", "source"}));
+    SIMREPLAY_RETURN_IF_ERROR(r.Keys(u, "/uncertainty", {"error_low", "error_high", "bias", "source"}));
     SIMREPLAY_RETURN_IF_ERROR(r.Number(u, "/uncertainty", "error_low", &plan.uncertainty.error_low, true, -0.9, 0));
     SIMREPLAY_RETURN_IF_ERROR(r.Number(u, "/uncertainty", "error_high", &plan.uncertainty.error_high, true, 0, 10));
+    // The band's own centre: a bias outside it would put the point outside its interval.
+    SIMREPLAY_RETURN_IF_ERROR(r.Number(u, "/uncertainty", "bias", &plan.training_bias, false,
+                                       plan.uncertainty.error_low, plan.uncertainty.error_high));
     plan.uncertainty.source = "the plan file";
     plan.uncertainty.scope = "as the plan file states";
     plan.uncertainty_given = true;

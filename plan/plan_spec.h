@@ -134,6 +134,13 @@ struct ReliabilitySpec {
   // drawing them (docs/planning.md, "Checked against real jobs").
   std::vector<double> known_failures_s;
   bool known_failures_given = false;  // the plan file has the key (an empty list: no failure at all)
+  // reliability.launch_spread: the same job's launches timed separately, fresh (`preprocess_s`, each a
+  // value of job.phases.preprocess_s) and resumed (`restart_s`, each a value of reliability.restart_s).
+  // Given: every Monte Carlo trial draws its start-up and each restart's from them, so a known
+  // schedule is replayed over the launch-to-launch spread instead of at one figure (docs/planning.md,
+  // "Launch spread"). Empty: not given.
+  std::vector<double> launch_preprocess_s;
+  std::vector<double> launch_restart_s;
 };
 
 struct ReservationSpec {
@@ -201,6 +208,11 @@ struct PlanSpec {
   NetworkSpec network;
   UncertaintySpec uncertainty;
   bool uncertainty_given = false;  // the band is the plan file's (labelled input), not the validated one
+  // uncertainty.bias: the mean of the training-time errors the band was measured from ((real - predicted)
+  // / predicted), within the band. The expected row plans training x (1 + bias); the interval's ends
+  // stay at training x (1 + error_low) and x (1 + error_high), where the band put them (docs/planning.md,
+  // "Uncertainty"). 0 when not given.
+  double training_bias = 0;
   SimulationSpec simulation;
   std::map<std::string, double> prices_per_gpu_hour;
   std::string preflight_path;  // resolved; may be empty

@@ -77,7 +77,7 @@ bool FailureModelAssumed(const FailureModelSpec& f) {
                  f.network_mtbf_h.status == "assumed";
   if (f.floor.enabled) {
     assumed = assumed || f.floor.job_mttf_h.status == "assumed" || f.floor.reference_gpus.status == "assumed" ||
-              f.floor.exponent.status == "assumed";
+              f.floor.reference_gpus_per_node.status == "assumed" || f.floor.exponent.status == "assumed";
   }
   return assumed;
 }
@@ -117,6 +117,38 @@ TargetSamples SamplesToTarget(const PlanSpec& spec, int64_t dataset, double refe
   }
   t.samples = stated * t.multiplier;
   return t;
+}
+
+// Where a scenario's step time stands for `gpu` (GpuStep::status): measured on that GPU, exactly the step
+// the emulated accelerator runs, or an assumption (an emulated step standing for a real GPU).
+void SetStepStatus(const std::string& scenario_accelerator, const models::Accelerator& gpu, GpuStep* step) {
+  step->status = gpu.emulated() ? "input" : scenario_accelerator == "cuda" ? "measured" : "assumed";
+  if (gpu.emulated()) step->source += ": the emulated accelerator runs exactly this step";
+}
+
+// The emulated accelerator plans the emulated job itself: no step time is carried between it and a real
+// GPU, and a step measured on a GPU is not an emulated one.
+Status CheckEmulatedCandidates(const PlanSpec& spec, const models::AcceleratorCatalogue& catalogue,
+                               const std::string& scenario_accelerator) {
+  std::vector<std::pair<std::string, std::string>> named = {{"measured_on", spec.measured_on}};  // key, GPU
+  for (const auto& g : spec.candidates.gpus) named.emplace_back("candidates.gpu", g);
+  for (const auto& [g, path] : spec.scenario_by_gpu) named.emplace_back("scenario_by_gpu", g);
+  auto emulated = [&](const auto& key_gpu) { return catalogue.Find(key_gpu.second)->emulated(); };
+  if (std::none_of(named.begin(), named.end(), emulated)) return Status::Ok();
+  for (const auto& key_gpu : named) {
+    if (!emulated(key_gpu)) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: {}: \"{}\" is a real GPU beside the emulated accelerator: no step time is carried between them "
+          "(plan the emulated job alone, or a GPU from its own scenario)",
+          spec.path, key_gpu.first, key_gpu.second));
+    }
+  }
+  if (scenario_accelerator == "cuda") {
+    return Status::InvalidArgument(fmt::format(
+        "{}: measured_on: the emulated accelerator needs an emulated scenario, but {} was measured on a GPU",
+        spec.path, spec.scenario_path));
+  }
+  return Status::Ok();
 }
 
 // A value of the assumptions table; infinity (a component not counted) reads "none".
@@ -166,6 +198,7 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const PreflightUse& prefl
   if (!base.ok()) return base.status();
   out.accelerator = base->accelerator;
   out.accelerator_note = base->accelerator_note;
+  SIMREPLAY_RETURN_IF_ERROR(CheckEmulatedCandidates(spec, catalogue, base->accelerator));
   const auto& loader = base->input.scenario.loader;
   const int accum = base->input.scenario.train.grad_accum;
   const int64_t dataset = base->input.scenario.train.dataset_samples;
@@ -196,8 +229,8 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const PreflightUse& prefl
   {
     GpuStep m;
     m.step_s = base->input.step_time_s;
-    m.measured = base->accelerator == "cuda";
     m.source = fmt::format("{} ({}, {})", base->accelerator_note, base->step_time_source, spec.measured_on);
+    SetStepStatus(base->accelerator, *catalogue.Find(spec.measured_on), &m);
     if (preflight_gpu && preflight->step_time_s) {
       UsePreflightStep(*preflight, setup.preflight_verdict, spec, &m, &setup.pilot_assumptions);
     }
@@ -214,8 +247,8 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const PreflightUse& prefl
     if (!p.ok()) return p.status();
     GpuStep g;
     g.step_s = p->input.step_time_s;
-    g.measured = p->accelerator == "cuda";
     g.source = fmt::format("{} ({})", p->accelerator_note, path);
+    SetStepStatus(p->accelerator, *catalogue.Find(gpu), &g);
     g.scenario_path = path;
     g.scenario_json = *j;
     g.warnings = p->warnings;
@@ -233,7 +266,7 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const PreflightUse& prefl
     const models::Accelerator& to = *catalogue.Find(gpu);
     GpuStep g = steps[spec.measured_on];
     g.step_s = models::ScaleStepTimeS(g.step_s, from, to, spec.model.compute_bound_fraction);
-    g.measured = false;
+    g.status = "assumed";
     g.source = fmt::format("scaled from {} by the roofline rule (compute-bound share {:g}): x{:.3f}", spec.measured_on,
                            spec.model.compute_bound_fraction, g.step_s / steps[spec.measured_on].step_s);
     steps[gpu] = g;
@@ -303,7 +336,7 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const PreflightUse& prefl
         const double gradient_bytes = spec.model.parameters * bpp.gradients;
         row.collective = EstimateCollective(gradient_bytes, sharding == "fsdp", n, gpn, *catalogue.Find(gpu),
                                             spec.network, row.step_time_s * accum);
-        if (!steps[gpu].measured) AddUnique(&row.assumed, "step_time");
+        if (!steps[gpu].known()) AddUnique(&row.assumed, "step_time");
         if (!row.memory.measured) AddUnique(&row.assumed, "memory");
         if (!(preflight && preflight->checkpoint_write_bytes_per_s)) AddUnique(&row.assumed, "checkpoint");
         if (!ComputeRestart(spec.reliability.restart, row.gpus, n, {}, setup.measured_restart).measured())
@@ -347,7 +380,7 @@ Result<PlanSetup> PreparePlan(const PlanSpec& spec_in, const PreflightUse& prefl
         for (const auto& what : steps[gpu].extrapolated) {
           row.extrapolations.push_back({ExtrapolationKind::kScenarioParameter, what});
         }
-        if (!steps[gpu].measured) {
+        if (!steps[gpu].known()) {
           row.extrapolations.push_back({ExtrapolationKind::kStepTimeAssumed, "step_time_s[" + gpu + "]"});
         }
         if (n > kValidatedClusterNodes) {
@@ -503,8 +536,12 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       in.fixed_s = download_s + ph.preprocess_s + ph.export_s + copy_out_s;
       in.buffer_fraction = spec.reservation.buffer;
       // A known failure schedule counts from the job's start; the replay's clock from training's.
-      in.known_schedule = spec.reliability.known_failures_given;
-      for (double t : spec.reliability.known_failures_s) in.known_failures_s.push_back(t - download_s - ph.preprocess_s);
+      const ReliabilitySpec& rel = spec.reliability;
+      in.known_schedule = rel.known_failures_given;
+      for (double t : rel.known_failures_s) in.known_failures_s.push_back(t - download_s - ph.preprocess_s);
+      // Each timed launch as its offset from the figure the budget uses (parsing requires the fixed restart).
+      for (double t : rel.launch_preprocess_s) in.start_offsets_s.push_back(t - ph.preprocess_s);
+      for (double t : rel.launch_restart_s) in.restart_offsets_s.push_back(t - rel.restart.fixed_s->value);
       // Saves by step, unless the interval had to be raised (an asynchronous write longer than K steps).
       if (save_every_steps > 0 && !g.interval_bounded) {
         in.checkpoint_every_steps = save_every_steps;
@@ -524,12 +561,15 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       }
       return SimulateReservation(in, spec.reservation.days, options);
     };
-    row.goodput = make_goodput(row.training_s);
-    row.budget = make_budget(row.training_s, row.goodput);
+    // The expected row at the band's measured bias (0 unless the plan file gives one); the ends stay
+    // where the band puts them around the simulated training time.
+    const double expected_training_s = row.training_s * (1 + spec.training_bias);
+    row.goodput = make_goodput(expected_training_s);
+    row.budget = make_budget(expected_training_s, row.goodput);
     row.budget_low = make_budget(row.training_s * row.interval_low, make_goodput(row.training_s * row.interval_low));
     const Goodput goodput_high = make_goodput(row.training_s * row.interval_high);
     row.budget_high = make_budget(row.training_s * row.interval_high, goodput_high);
-    row.reservation = replay(row.training_s, row.goodput);
+    row.reservation = replay(expected_training_s, row.goodput);
     row.reservation_high = replay(row.training_s * row.interval_high, goodput_high);
     row.reservation_low = replay(row.training_s * row.interval_low, make_goodput(row.training_s * row.interval_low));
     row.gpu_hours = row.budget.total_s() / 3600.0 * row.gpus;
@@ -544,7 +584,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
   }
 
   out.provisional = false;
-  for (const auto& gpu : spec.candidates.gpus) out.provisional = out.provisional || !steps[gpu].measured;
+  for (const auto& gpu : spec.candidates.gpus) out.provisional = out.provisional || !steps[gpu].known();
 
   // Assumptions table.
   auto add = [&](const std::string& input, const std::string& value, const std::string& status,
@@ -554,7 +594,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
   out.assumptions = json::array();
   for (const auto& gpu : spec.candidates.gpus) {
     const auto& g = steps[gpu];
-    add("step_time_s[" + gpu + "]", fmt::format("{:.6g}", g.step_s), g.measured ? "measured" : "assumed", g.source);
+    add("step_time_s[" + gpu + "]", fmt::format("{:.6g}", g.step_s), g.status, g.source);
   }
   add("compute_bound_fraction", fmt::format("{:g}", spec.model.compute_bound_fraction),
       spec.model.compute_bound_given ? "input" : "assumed",
@@ -629,6 +669,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
   if (fm.floor.enabled) {
     add_sourced("small_job_floor.job_mttf_h", fm.floor.job_mttf_h);
     add_sourced("small_job_floor.reference_gpus", fm.floor.reference_gpus);
+    add_sourced("small_job_floor.reference_gpus_per_node", fm.floor.reference_gpus_per_node);
     add_sourced("small_job_floor.exponent", fm.floor.exponent);
   } else {
     add("small_job_floor", "none", "input", "plan file: no floor, the component rates alone");
@@ -638,10 +679,21 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       spec.reservation.probability_given ? "plan file" : "default: a slot fits when 9 trials in 10 finish within it");
   add("monte_carlo.trials", fmt::format("{}", spec.monte_carlo.trials), spec.monte_carlo.given ? "input" : "assumed",
       spec.monte_carlo.given ? "plan file" : "default (binomial standard error of P = 0.9: 0.0067)");
-  if (spec.reliability.known_failures_given) {
-    add("reliability.known_failures", fmt::format("[{}]", fmt::join(spec.reliability.known_failures_s, ", ")), "input",
-        "plan file: failure times (s since the job's start) replayed instead of drawn, one deterministic trial");
+  const ReliabilitySpec& rel = spec.reliability;
+  if (rel.known_failures_given) {
+    add("reliability.known_failures", fmt::format("[{}]", fmt::join(rel.known_failures_s, ", ")), "input",
+        rel.launch_preprocess_s.empty() && rel.launch_restart_s.empty()
+            ? "plan file: failure times (s since the job's start) replayed instead of drawn, one deterministic trial"
+            : "plan file: failure times (s since the job's start) replayed instead of drawn, over the launch spread");
   }
+  auto add_launches = [&](const std::string& input, const std::vector<double>& launches, const char* stands_for) {
+    if (launches.empty()) return;
+    add(input, fmt::format("[{}]", fmt::join(launches, ", ")), "input",
+        fmt::format("plan file: {} launches timed separately, each a value of {}; every trial draws one per launch",
+                    launches.size(), stands_for));
+  };
+  add_launches("reliability.launch_spread.preprocess_s", rel.launch_preprocess_s, "job.phases.preprocess_s");
+  add_launches("reliability.launch_spread.restart_s", rel.launch_restart_s, "reliability.restart_s");
   add("network.nic_bytes_per_s", fmt::format("{:.4g}", spec.network.nic_bytes_per_s),
       spec.network.given ? "input" : "assumed", spec.network.given ? "plan file" : "default: 100 GB/s per node");
   add("network.overlap", fmt::format("{:g}", spec.network.overlap), spec.network.overlap_given ? "input" : "assumed",
@@ -663,6 +715,10 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
       spec.uncertainty_given ? "input" : "measured",
       spec.uncertainty_given ? spec.uncertainty.source
                              : fmt::format("{}; scope: {}", spec.uncertainty.source, spec.uncertainty.scope));
+  if (spec.training_bias != 0) {
+    add("uncertainty.bias", fmt::format("{:+.2f}%", 100 * spec.training_bias), "input",
+        "plan file: the mean training-time error of the band's cases; the expected row plans training x (1 + bias)");
+  }
   add("prices_per_gpu_hour", "", "input", "plan file");
   add("accelerator", out.accelerator, out.accelerator == "cuda" ? "measured" : "emulated", out.accelerator_note);
   for (const auto& a : setup.pilot_assumptions) out.assumptions.push_back(a);

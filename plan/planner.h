@@ -107,7 +107,11 @@ struct PlanOptions {
 // The step time of one micro-batch on a GPU type and where it comes from.
 struct GpuStep {
   double step_s = 0;
-  bool measured = false;  // on that very GPU (a CUDA trace/model or a CUDA preflight)
+  // Where the step time comes from: "measured" on that very GPU (a CUDA trace/model or a CUDA
+  // preflight), "input" on the emulated accelerator (the planned job runs exactly the scenario's step),
+  // or "assumed" (emulated for a real GPU, or scaled from another GPU).
+  std::string status = "assumed";
+  bool known() const { return status != "assumed"; }
   std::string source;
   std::string scenario_path;  // the scenario this GPU's candidates simulate
   nlohmann::json scenario_json;

@@ -69,21 +69,26 @@ double ReplayTrainingOnceS(const ReplayInput& in, uint64_t seed, int64_t* failur
     while (known_next < in.known_failures_s.size() && in.known_failures_s[known_next] <= now) ++known_next;
     return known_next < in.known_failures_s.size() ? in.known_failures_s[known_next++] : never;
   };
+  auto draw = [&](const std::vector<double>& offsets) {
+    return offsets.empty() ? 0.0 : offsets[static_cast<size_t>(rng.UniformIndex(offsets.size()))];
+  };
   *failures = 0;
-  double clock = 0;
-  double next_failure = known ? following(-never) : (std::isfinite(m) ? DrawExponential(&rng, m) : never);
+  double clock = draw(in.start_offsets_s);  // training starts when this launch's start-up ends
+  double next_failure = known ? following(-never) : (std::isfinite(m) ? clock + DrawExponential(&rng, m) : never);
   // Recovery: restarts until one completes before the next interruption.
   auto recover = [&]() {
     while (true) {
       clock = next_failure;
       ++*failures;
       next_failure = following(clock);
-      if (clock + in.restart_s <= next_failure) {
-        clock += in.restart_s;
+      const double restart_s = in.restart_s + draw(in.restart_offsets_s);
+      if (clock + restart_s <= next_failure) {
+        clock += restart_s;
         return;
       }
     }
   };
+  if (next_failure < clock) recover();  // a failure during this launch's start-up
   if (in.checkpoint_every_steps <= 0 && in.checkpoint_interval_s <= 0) {
     // continuous free saves: an interruption loses no work, only the restart
     double left = in.work_s;
@@ -135,11 +140,17 @@ ReservationDistribution SimulateReservation(const ReplayInput& in, const std::ve
   // Each interruption costs a few loop turns; segments between two are skipped in one.
   const double events_per_trial = expected_failures + 2;
   d.trials = options.trials;
-  if (in.known_schedule) {
+  const bool spread = !in.start_offsets_s.empty() || !in.restart_offsets_s.empty();
+  if (in.known_schedule && !spread) {
     // One schedule, no draws: every trial would replay the same bytes.
     d.trials = 1;
     d.note = fmt::format("known failure schedule ({} failure{} given): one deterministic trial",
                          in.known_failures_s.size(), in.known_failures_s.size() == 1 ? "" : "s");
+  } else if (in.known_schedule) {
+    d.note = fmt::format("known failure schedule ({} failure{} given) over the launch spread ({} fresh, {} resumed "
+                         "launches): {} trials",
+                         in.known_failures_s.size(), in.known_failures_s.size() == 1 ? "" : "s",
+                         in.start_offsets_s.size(), in.restart_offsets_s.size(), d.trials);
   } else if (!std::isfinite(events_per_trial) || d.trials * events_per_trial > options.max_events) {
     const double fit = std::isfinite(events_per_trial) ? std::floor(options.max_events / events_per_trial) : 0;
     d.trials = static_cast<int64_t>(std::max(0.0, fit));
@@ -166,8 +177,10 @@ ReservationDistribution SimulateReservation(const ReplayInput& in, const std::ve
   d.stddev_days = d.trials > 1 ? std::sqrt(ss / (d.trials - 1)) : 0;
   d.mean_failures = failures_sum / d.trials;
   std::sort(days.begin(), days.end());
+  d.p2_5_days = SortedQuantileLinear(days, 0.025);
   d.p50_days = SortedQuantileLinear(days, 0.5);
   d.p90_days = SortedQuantileLinear(days, 0.9);
+  d.p97_5_days = SortedQuantileLinear(days, 0.975);
   d.p99_days = SortedQuantileLinear(days, 0.99);
   for (double slot : slot_days) {
     const auto within = std::upper_bound(days.begin(), days.end(), slot) - days.begin();

@@ -26,6 +26,12 @@ struct ReplayInput {
   // trial) and job_mtbf_s is not used. Times past the job's end never happen.
   bool known_schedule = false;
   std::vector<double> known_failures_s;
+  // The launch-to-launch spread (reliability.launch_spread), as offsets from the nominal figures: a
+  // trial starts training one of start_offsets_s later than at 0 (a failure before that is one during
+  // the start-up: a restart, nothing lost), and each restart takes restart_s plus one of
+  // restart_offsets_s; each drawn uniformly. Either given: a known schedule is replayed in every trial.
+  std::vector<double> start_offsets_s;
+  std::vector<double> restart_offsets_s;
   // Saves at step boundaries (job.checkpoint.every_steps = K > 0): segment i is steps (iK, min((i+1)K, N)]
   // of `steps` = N, each `step_s` long, with an evaluation of `eval_s` after every `eval_every_steps`-th
   // step (before that step's save, as a training loop that evaluates, then saves), and a save of delta;
@@ -49,6 +55,7 @@ struct ReservationDistribution {
   int64_t trials = 0;  // run (fewer than asked only past max_events)
   uint64_t seed = 0;
   double mean_days = 0, stddev_days = 0, p50_days = 0, p90_days = 0, p99_days = 0;
+  double p2_5_days = 0, p97_5_days = 0;  // the central 95% of the trials
   double mean_failures = 0;
   std::vector<double> p_within;  // per slot: fraction of trials whose total is within it
   std::string note;
@@ -58,7 +65,7 @@ struct ReservationDistribution {
 // interruptions. `seed` fixes the trial (Rng(seed)).
 double ReplayTrainingOnceS(const ReplayInput& in, uint64_t seed, int64_t* failures);
 
-// K trials (one with in.known_schedule: nothing is random); trial k draws from Rng(Rng::DeriveSeed(options.seed, k)), so the same inputs give the same
+// K trials (one with in.known_schedule and no launch spread: nothing is random); trial k draws from Rng(Rng::DeriveSeed(options.seed, k)), so the same inputs give the same
 // bytes on every machine and a larger K extends a smaller one. Totals: (fixed + replayed) x (1 + buffer).
 // REQUIRES: a finite job_mtbf_s > 0 or infinity (or known_schedule); options.trials >= 1.
 ReservationDistribution SimulateReservation(const ReplayInput& in, const std::vector<double>& slot_days,

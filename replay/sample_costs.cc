@@ -5,6 +5,8 @@
 #include <set>
 #include <tuple>
 
+#include "replay/lifetime_warmup.h"
+#include "replay/manifest.h"
 #include "replay/run_window.h"
 #include "replay/trace_reader.h"
 
@@ -17,7 +19,28 @@ constexpr double kNs = 1e-9;
 struct Keyed {
   std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> key;  // rank, epoch, batch, t_start, index
   SampleCost cost;
+  size_t record = 0;  // index into the kept sample records (warm-up removal)
 };
+
+// Cap on the factor a lifetime's window costs are multiplied by: a window cheaper than the steady cost
+// (negative excess) is raised to it, never beyond twice its recorded cost.
+constexpr double kMaxWindowFactor = 2.0;
+
+// Each lifetime's excess out of its window samples, as a factor on their decode and augment costs
+// (the excess is thread CPU; those stages hold it).
+void RemoveWarmupExcess(const LifetimeWarmup& warmup, const std::vector<size_t>& position_of_record,
+                        const std::vector<SampleRecord>& records, std::vector<SampleCost>* samples) {
+  for (const auto& l : warmup.lifetimes) {
+    if (!l.priced || l.window_cpu_s <= 0) continue;
+    const double factor = std::clamp(1 - l.excess_cpu_s / l.window_cpu_s, 0.0, kMaxWindowFactor);
+    const size_t n = std::min<size_t>(l.samples.size(), static_cast<size_t>(warmup.window));
+    for (size_t o = 0; o < n; ++o) {
+      SampleCost& c = (*samples)[position_of_record[static_cast<size_t>(l.samples[o] - records.data())]];
+      c.decode_s *= factor;
+      c.augment_s *= factor;
+    }
+  }
+}
 
 int32_t FormatId(SampleCostTable* table, const std::string& format) {
   auto it = std::find(table->formats.begin(), table->formats.end(), format);
@@ -28,9 +51,12 @@ int32_t FormatId(SampleCostTable* table, const std::string& format) {
 
 }  // namespace
 
-Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_paths) {
+Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_paths, const RecordedWarmup& warmup) {
   SampleCostTable table;
   std::vector<Keyed> keyed;
+  // Kept only for the warm-up removal: every trace's sample records, and where each trace's records begin.
+  std::vector<SampleRecord> records;
+  std::vector<std::pair<size_t, bool>> trace_starts;  // (first record, persistent workers)
   std::vector<BatchRecord> batches;
   std::set<std::pair<int64_t, int64_t>> indices;  // (rank, index)
   double step_compute_sum = 0, comm_sum = 0;
@@ -40,6 +66,8 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
     auto reader = TraceReader::Open(path);
     if (!reader.ok()) return reader.status();
     if (table.manifest.empty()) table.manifest = (*reader)->header().manifest;
+    const bool persistent = ManifestBool((*reader)->header().manifest, "loader", "persistent_workers");
+    trace_starts.push_back({records.size(), persistent});
     TraceRecord record;
     while (true) {
       auto more = (*reader)->Next(&record);
@@ -49,7 +77,8 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
         SampleCost c{s->read_ns * kNs, s->decode_ns * kNs,          s->augment_ns * kNs, s->read_bytes,
                      s->out_bytes,     FormatId(&table, s->format), s->unsplit,
                      s->width,         s->height,           s->frames};
-        keyed.push_back({{s->rank, s->epoch, s->batch, s->t_start_ns, s->index}, c});
+        keyed.push_back({{s->rank, s->epoch, s->batch, s->t_start_ns, s->index}, c, records.size()});
+        if (warmup.window > 0) records.push_back(*s);
         window.AddSample(*s);
         indices.insert({0, s->index});
       } else if (auto* b = std::get_if<BatchRecord>(&record)) {
@@ -82,6 +111,21 @@ Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_pa
   table.samples.reserve(keyed.size());
   for (const auto& k : keyed) table.samples.push_back(k.cost);
   table.distinct_indices = static_cast<int64_t>(indices.size());
+  if (warmup.window > 0 && !records.empty()) {
+    std::vector<size_t> position_of_record(records.size());
+    for (size_t i = 0; i < keyed.size(); ++i) position_of_record[keyed[i].record] = i;
+    std::vector<TraceSamples> traces;
+    for (size_t t = 0; t < trace_starts.size(); ++t) {
+      const size_t end = t + 1 < trace_starts.size() ? trace_starts[t + 1].first : records.size();
+      TraceSamples ts;
+      ts.persistent_workers = trace_starts[t].second;
+      for (size_t i = trace_starts[t].first; i < end; ++i) ts.samples.push_back(&records[i]);
+      traces.push_back(std::move(ts));
+    }
+    const auto* steady = warmup.steady_cpu_s_per_unit.empty() ? nullptr : &warmup.steady_cpu_s_per_unit;
+    RemoveWarmupExcess(MeasureLifetimeWarmup(traces, warmup.window, steady), position_of_record, records,
+                       &table.samples);
+  }
 
   MeasuredRun& m = table.measured;
   // Samples the loop consumed (batch records); sample records also cover prefetched, unconsumed work.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -59,8 +60,18 @@ struct SampleCostTable {
   std::vector<std::string> extrapolated;
 };
 
+// What the replay takes out of the recorded costs: each worker lifetime's warm-up excess over its first
+// `window` samples (replay/lifetime_warmup.h), priced with the calibration's steady costs per unit
+// (none: the traces' own), out of those samples' decode and augment costs in proportion. The model
+// charges that excess at every predicted worker start (cpu.recorded_warmup_samples, docs/model-format.md).
+struct RecordedWarmup {
+  int window = 0;  // 0: the recorded costs as they are
+  std::map<std::string, double> steady_cpu_s_per_unit;
+};
+
 // Reads every trace (streaming) and builds the table. Fails when a trace is invalid or has neither
 // sample records nor batch records with a known size.
-Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_paths);
+Result<SampleCostTable> LoadSampleCosts(const std::vector<std::string>& trace_paths,
+                                        const RecordedWarmup& warmup = {});
 
 }  // namespace simreplay::replay

@@ -36,6 +36,7 @@ Status ParseSample(const JsonFields& f, SampleRecord* r) {
   r->unsplit = stages == "unsplit";
   SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalInt("cpu_ns", &r->cpu_ns));
   SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalInt("wall_ns", &r->wall_ns));
+  SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalInt("minflt", &r->minflt));
   SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalString("hash", &r->hash));
   return Status::Ok();
 }
@@ -80,6 +81,8 @@ Status ParseWorker(const JsonFields& f, WorkerRecord* r) {
   SIMREPLAY_RETURN_IF_ERROR(f.GetInt("rss_bytes", &r->rss_bytes));
   SIMREPLAY_RETURN_IF_ERROR(f.GetInt("pss_bytes", &r->pss_bytes));
   SIMREPLAY_RETURN_IF_ERROR(f.GetInt("cpu_ns", &r->cpu_ns));
+  SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalInt("main_thread_cpu_ns", &r->main_thread_cpu_ns, Sign::kAny));
+  if (r->main_thread_cpu_ns < -1) return f.Error("field 'main_thread_cpu_ns' must be >= 0, or -1 when unreadable");
   SIMREPLAY_RETURN_IF_ERROR(f.GetInt("io_read_bytes", &r->io_read_bytes));
   return Status::Ok();
 }

@@ -17,6 +17,7 @@ struct ToJsonVisitor {
     if (r.unsplit) j["stages"] = "unsplit";
     if (r.cpu_ns >= 0) j["cpu_ns"] = r.cpu_ns;
     if (r.wall_ns >= 0) j["wall_ns"] = r.wall_ns;
+    if (r.minflt >= 0) j["minflt"] = r.minflt;
     if (!r.hash.empty()) j["hash"] = r.hash;
     return j;
   }
@@ -31,27 +32,29 @@ struct ToJsonVisitor {
   }
   nlohmann::json operator()(const StepRecord& r) const {
     nlohmann::json j = {{"type", "step"},
-            {"rank", r.rank},
-            {"step", r.step},
-            {"t_start_ns", r.t_start_ns},
-            {"compute_ns", r.compute_ns},
-            {"comm_ns", r.comm_ns},
-            {"step_ns", r.step_ns},
-            {"micro_batches", r.micro_batches}};
+                        {"rank", r.rank},
+                        {"step", r.step},
+                        {"t_start_ns", r.t_start_ns},
+                        {"compute_ns", r.compute_ns},
+                        {"comm_ns", r.comm_ns},
+                        {"step_ns", r.step_ns},
+                        {"micro_batches", r.micro_batches}};
     if (r.cpu_ns >= 0) j["cpu_ns"] = r.cpu_ns;
     if (r.accel_ns >= 0) j["accel_ns"] = r.accel_ns;
     return j;
   }
   nlohmann::json operator()(const WorkerRecord& r) const {
-    return {{"type", "worker"},
-            {"rank", r.rank},
-            {"worker", r.worker},
-            {"pid", r.pid},
-            {"t_ns", r.t_ns},
-            {"rss_bytes", r.rss_bytes},
-            {"pss_bytes", r.pss_bytes},
-            {"cpu_ns", r.cpu_ns},
-            {"io_read_bytes", r.io_read_bytes}};
+    nlohmann::json j = {{"type", "worker"},
+                        {"rank", r.rank},
+                        {"worker", r.worker},
+                        {"pid", r.pid},
+                        {"t_ns", r.t_ns},
+                        {"rss_bytes", r.rss_bytes},
+                        {"pss_bytes", r.pss_bytes},
+                        {"cpu_ns", r.cpu_ns},
+                        {"io_read_bytes", r.io_read_bytes}};
+    if (r.main_thread_cpu_ns >= 0) j["main_thread_cpu_ns"] = r.main_thread_cpu_ns;
+    return j;
   }
   nlohmann::json operator()(const HostRecord& r) const {
     nlohmann::json j = {

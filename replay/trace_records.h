@@ -37,6 +37,9 @@ struct SampleRecord {
   // optional: the whole __getitem__ call's wall time (-1 when absent); it covers work outside the
   // three stages (the content hash, a collection pause), which cpu_ns also counts
   int64_t wall_ns = -1;
+  // optional: minor page faults the calling thread took during the call (-1 when absent); on hosts
+  // where a fresh page is expensive they are a large, config-dependent share of cpu_ns
+  int64_t minflt = -1;
   std::string hash;      // optional content hash
 };
 
@@ -78,6 +81,8 @@ struct WorkerRecord {
   int64_t rss_bytes = 0;
   int64_t pss_bytes = 0;
   int64_t cpu_ns = 0;
+  // CPU of the process's main thread (where a worker loads its samples); -1 = not recorded.
+  int64_t main_thread_cpu_ns = -1;
   int64_t io_read_bytes = 0;
 };
 

@@ -186,11 +186,10 @@ Status ParseCluster(const nlohmann::json& j, const std::string& where, bool gpus
                                c->gpus_per_node, s->hardware.gpus));
   }
   s->hardware.gpus = c->gpus_per_node;
-  if (const double bytes = EstimatedSimulationBytes(*s); bytes > kMaxSimulationBytes) {
-    return f.Error(fmt::format("{} nodes x {} GPUs with {} workers per rank need an estimated {:.0f} GB to simulate, "
-                               "more than the {:.0f} GB limit (fewer nodes, workers or steps)",
-                               c->nodes, c->gpus_per_node, s->loader.num_workers, bytes / 1e9,
-                               kMaxSimulationBytes / 1e9));
+  if (c->Ranks() > kMaxClusterGpus) {
+    return f.Error(fmt::format("{} nodes x {} GPUs are {} GPUs, more than the {} the simulator builds a platform for "
+                               "(building it grows as nodes x GPUs; docs/performance.md, \"Rank folding\")",
+                               c->nodes, c->gpus_per_node, c->Ranks(), kMaxClusterGpus));
   }
   SIMREPLAY_RETURN_IF_ERROR(GetEnum(f, "topology", kTopologyNames, &c->topology));
   if (j.contains("fat_tree")) {
@@ -274,6 +273,19 @@ Status ParseMedia(const nlohmann::json& j, const std::string& where, std::map<st
   return Status::Ok();
 }
 
+// storage.tiers[i].shard_bytes: each shard's length in bytes, in shard order (0: estimated).
+Status ParseShardBytes(const nlohmann::json& j, const JsonFields& f, std::vector<double>* out) {
+  if (!j.is_array() || j.size() > 10'000'000) return f.Error("'shard_bytes' must be an array of up to 1e7 sizes");
+  out->reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_number() || !(j[i].get<double>() >= 0) || j[i].get<double>() > 1e15) {
+      return f.Error(fmt::format("'shard_bytes'[{}] must be a number of bytes in [0, 1e15], found {}", i, j[i].dump()));
+    }
+    out->push_back(j[i].get<double>());
+  }
+  return Status::Ok();
+}
+
 // storage.tiers: [{"kind": "nvme_cache", "bytes": 2e12}, {"kind": "object_store", "latency_s": 0.03,
 // "bytes_per_s_per_stream": 1e8, "max_streams": 64}] (models/storage_tiers.h).
 Status ParseTiers(const nlohmann::json& j, const std::string& where, std::vector<models::StorageTier>* out) {
@@ -284,7 +296,7 @@ Status ParseTiers(const nlohmann::json& j, const std::string& where, std::vector
     if (!j[i].is_object()) return f.Error("must be an object");
     SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(
         j[i], {"kind", "bytes", "latency_s", "bytes_per_s_per_stream", "max_streams", "warm", "shard_samples",
-               "requests_per_s"},
+               "shard_bytes", "requests_per_s"},
         f));
     models::StorageTier t;
     std::string kind;
@@ -304,6 +316,10 @@ Status ParseTiers(const nlohmann::json& j, const std::string& where, std::vector
     int shard_samples = 0;
     SIMREPLAY_RETURN_IF_ERROR(GetIntIn(f, "shard_samples", &shard_samples, 0, 1 << 30));
     t.shard_samples = shard_samples;
+    if (f.Has("shard_bytes")) {
+      if (shard_samples == 0) return f.Error("'shard_bytes' needs 'shard_samples'");
+      SIMREPLAY_RETURN_IF_ERROR(ParseShardBytes(j[i]["shard_bytes"], f, &t.shard_bytes));
+    }
     SIMREPLAY_RETURN_IF_ERROR(GetNonNegative(f, "requests_per_s", &t.requests_per_s, 1e9));
     if (i + 1 == j.size() && (t.kind == models::TierKind::kPageCache || t.kind == models::TierKind::kNvmeCache)) {
       return f.Error("the last tier holds the whole dataset: it must be local, parallel_fs or object_store, found " +
@@ -462,7 +478,13 @@ Result<Scenario> ParseScenarioJson(const nlohmann::json& json, const std::string
   }
   if (json.contains("replay")) {
     JsonFields r(json["replay"], where + ": replay");
-    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(json["replay"], {"order", "fidelity"}, r));
+    SIMREPLAY_RETURN_IF_ERROR(CheckKnownKeys(json["replay"], {"order", "fidelity", "rank_folding"}, r));
+    std::string folding = "auto";
+    SIMREPLAY_RETURN_IF_ERROR(r.GetOptionalString("rank_folding", &folding));
+    if (folding != "auto" && folding != "off") {
+      return r.Error("'rank_folding' must be \"auto\" or \"off\", found \"" + folding + "\"");
+    }
+    s.rank_folding = folding == "auto";
     SIMREPLAY_RETURN_IF_ERROR(r.GetOptionalString("fidelity", &s.replay_fidelity));
     if (s.replay_fidelity != "sample" && s.replay_fidelity != "batch") {
       return r.Error("'fidelity' must be \"sample\" or \"batch\", found \"" + s.replay_fidelity + "\"");
@@ -480,6 +502,15 @@ Result<Scenario> ParseScenarioJson(const nlohmann::json& json, const std::string
   int64_t seed = 0;
   SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalInt("seed", &seed));
   s.seed = static_cast<uint64_t>(seed);
+  // Once every section is known: workers, steps and rank folding decide what the simulation costs.
+  if (const double bytes = EstimatedSimulationBytes(s, SimulatedNodesAtLeast(s)); bytes > kMaxSimulationBytes) {
+    const nlohmann::json& cluster = json.contains("cluster") ? json["cluster"] : json;
+    return JsonFields(cluster, where + (json.contains("cluster") ? ": cluster" : ""))
+        .Error(fmt::format("{} nodes x {} GPUs with {} workers per rank need an estimated {:.0f} GB to simulate, "
+                           "more than the {:.0f} GB limit (fewer nodes, workers or steps)",
+                           s.cluster.nodes, s.cluster.gpus_per_node, s.loader.num_workers, bytes / 1e9,
+                           kMaxSimulationBytes / 1e9));
+  }
   s.resolved = json;
   s.resolved.erase("sweep");
   return s;
@@ -487,21 +518,32 @@ Result<Scenario> ParseScenarioJson(const nlohmann::json& json, const std::string
 
 }  // namespace
 
-double EstimatedSimulationBytes(const Scenario& scenario) {
+double EstimatedSimulationBytes(const Scenario& scenario, int simulated_nodes) {
   // Measured with scripts/scale_benchmark.sh (docs/performance.md, "Large clusters"): about 48 kB per
   // actor with guarded stacks (the stack pages it touched, SimGrid's actor and activity state, the
   // rank's share of everything else: 549 MiB at 1024 ranks x 10 actors); unguarded, the whole stack
   // plus some 7 kB (10529 MiB at 4096 ranks x 10 actors); 16 bytes per rank and micro-batch recorded
-  // (data wait, step time); 64 MB fixed. An estimate to refuse what cannot fit, not a prediction.
+  // (data wait, step time); 64 MB fixed. A rank not simulated (rank folding) costs its share of the
+  // platform, about 8 kB (501 MiB at 65,536 GPUs folded to 64, docs/performance.md, "Rank folding").
+  // An estimate to refuse what cannot fit, not a prediction.
   constexpr double kGuardedBytesPerActor = 48e3, kUnguardedBytesBeyondStack = 16e3;
-  constexpr double kBytesPerRecord = 16, kFixedBytes = 64e6;
+  constexpr double kBytesPerRecord = 16, kFixedBytes = 64e6, kPlatformBytesPerRank = 8e3;
+  const int nodes = std::max(scenario.cluster.nodes, 1);
+  const int simulated = simulated_nodes < 0 ? nodes : std::min(simulated_nodes, nodes);
   const double ranks = static_cast<double>(scenario.cluster.Ranks());
-  const double actors = ranks * (2.0 + std::max(scenario.loader.num_workers, 0));  // loop, pin thread, workers
+  const double simulated_ranks = ranks * simulated / nodes;
+  const double actors = simulated_ranks * (2.0 + std::max(scenario.loader.num_workers, 0));  // loop, pin, workers
   const double bytes_per_actor = actors > kMaxGuardedActors ? kActorStackKib * 1024.0 + kUnguardedBytesBeyondStack
                                                             : kGuardedBytesPerActor;
   const double micro_batches = static_cast<double>(std::max<int64_t>(scenario.train.steps, 0)) *
                                std::max(scenario.train.grad_accum, 1);
-  return kFixedBytes + actors * bytes_per_actor + ranks * micro_batches * kBytesPerRecord;
+  return kFixedBytes + actors * bytes_per_actor + simulated_ranks * micro_batches * kBytesPerRecord +
+         (ranks - simulated_ranks) * kPlatformBytesPerRank;
+}
+
+int SimulatedNodesAtLeast(const Scenario& scenario) {
+  const int nodes = scenario.cluster.nodes;
+  return scenario.rank_folding && nodes > kRepresentativeNodes ? kRepresentativeNodes : nodes;
 }
 
 Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& where, const std::string& base_dir) {

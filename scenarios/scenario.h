@@ -127,6 +127,7 @@ struct Scenario {
   models::GpuDecodeCosts gpu_decode;  // decode.gpu_* overrides of the catalogue  // data.access "sequential" (a streaming pass) rather than "random"
   std::string replay_order = "recorded";   // recorded | shuffled
   std::string replay_fidelity = "sample";  // sample: one activity per sample stage; batch: per batch
+  bool rank_folding = true;  // replay.rank_folding "auto": large identical clusters through representative nodes
   ClusterConfig cluster;
   CollectiveConfig collective;
   StorageConfig storage;
@@ -152,13 +153,25 @@ Result<nlohmann::json> LoadScenarioJson(const std::string& path);
 // Parses a scenario object (no "sweep" expansion). `base_dir` resolves relative paths.
 Result<Scenario> ParseScenario(const nlohmann::json& json, const std::string& where, const std::string& base_dir);
 
-// The simulator's peak memory for a cluster scenario, estimated from the measured cost of its parts
-// (docs/performance.md, "Large clusters"): each rank's training loop and each DataLoader worker is a
-// SimGrid actor, and every rank records each micro-batch's data wait and each step's duration. The
-// loader refuses, with one line, a scenario whose estimate exceeds kMaxSimulationBytes.
-double EstimatedSimulationBytes(const Scenario& scenario);
+// The simulator's peak memory for a cluster scenario simulated with `simulated_nodes` of its nodes in
+// full (all of them by default), estimated from the measured cost of its parts (docs/performance.md,
+// "Large clusters", "Rank folding"): each simulated rank's training loop and each DataLoader worker is
+// a SimGrid actor, every simulated rank records each micro-batch's data wait and each step's duration,
+// and every other rank costs its share of the platform. The loader refuses, with one line, a scenario
+// whose estimate exceeds kMaxSimulationBytes at the fewest nodes it may be simulated with
+// (SimulatedNodesAtLeast); the simulator refuses one that it must simulate in full beyond the limit.
+double EstimatedSimulationBytes(const Scenario& scenario, int simulated_nodes = -1);
+// The nodes a simulation of `scenario` runs in full at the least: the representative nodes when rank
+// folding may apply (more nodes than those, not turned off), else all. Whether it does is the
+// simulator's decision (sim/rank_folding.h).
+int SimulatedNodesAtLeast(const Scenario& scenario);
 inline constexpr double kMaxSimulationBytes = 64e9;
 inline constexpr int kMaxClusterNodes = 16384;
+// The most GPUs (ranks) the simulator builds a platform for. SimGrid seals each node's zone by going
+// over every host of the platform, so building it grows as nodes x GPUs: with 8 workers per rank and
+// rank folding, 65,536 GPUs (8192 x 8) took 40 s to build and 10 steps, 131,072 GPUs (16384 x 8) about
+// 4 minutes (docs/performance.md, "Rank folding"). Larger was not tried.
+inline constexpr int kMaxClusterGpus = 131072;
 // Expands "sweep" axes into their cartesian product in axis-declaration order, last axis fastest.
 // Without "sweep", one point with no axes.
 Result<std::vector<SweepPoint>> ExpandSweep(const nlohmann::json& json, const std::string& where,

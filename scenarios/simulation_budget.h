@@ -14,4 +14,11 @@ inline constexpr int kActorStackKib = 256;
 // so the whole stack is resident (guarded stacks only hold the pages they touched).
 inline constexpr double kMaxGuardedActors = 30000;
 
+// Rank folding (sim/rank_folding.h) simulates a large cluster of identical nodes through this many
+// representative nodes. Eight nodes of eight GPUs are 64 ranks, so a folded run costs what 64 ranks
+// cost (about 6 CPU s per 1000 steps at plan settings), and with eight the checks at 128-1024 GPUs
+// agree with the full simulation within 0.4% (docs/performance.md, "Rank folding"); other counts were
+// not tried.
+inline constexpr int kRepresentativeNodes = 8;
+
 }  // namespace simreplay::scenarios

@@ -10,9 +10,12 @@
 # fidelity (--fidelity), the quickstart's captured costs (examples/quickstart/model.json), 1000 steps.
 #
 # Usage: scripts/scale_benchmark.sh [--binary PATH] [--nodes "1 8 32 128 512"] [--steps N] [--workers N]
-#                                   [--fidelity batch|sample] [--out DIR]
+#                                   [--fidelity batch|sample] [--rank-folding auto|off] [--step-time S]
+#                                   [--gradient-bytes B] [--out DIR]
 # (--workers: DataLoader workers per rank, 8 by default; 0 with few steps times mostly the start-up.
-#  --fidelity: replay.fidelity, batch by default as plans use; sample is the default of `simulate`.)
+#  --fidelity: replay.fidelity, batch by default as plans use; sample is the default of `simulate`.
+#  --rank-folding: replay.rank_folding, auto by default; off simulates every node in full.
+#  --step-time, --gradient-bytes: the GPU step (0.25 s) and the gradients per step (400e6 bytes).)
 # Prints one line per size: gpus nodes wall_s cpu_s peak_rss_mb results_sha256 (the digest of
 # results.json, to check that two binaries give identical outputs). The machine should be otherwise
 # idle; on a shared one compare binaries within one run, as ratios.
@@ -24,6 +27,9 @@ nodes_list="1 8 32 128 512"
 steps=1000
 workers=8
 fidelity=batch
+folding=auto
+step_time=0.25
+gradient_bytes=400e6
 out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -32,8 +38,11 @@ while [[ $# -gt 0 ]]; do
     --steps) steps="$2"; shift 2 ;;
     --workers) workers="$2"; shift 2 ;;
     --fidelity) fidelity="$2"; shift 2 ;;
+    --rank-folding) folding="$2"; shift 2 ;;
+    --step-time) step_time="$2"; shift 2 ;;
+    --gradient-bytes) gradient_bytes="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    *) echo "usage: $0 [--binary PATH] [--nodes \"1 8 32\"] [--steps N] [--workers N] [--fidelity batch|sample] [--out DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--binary PATH] [--nodes \"1 8 32\"] [--steps N] [--workers N] [--fidelity batch|sample] [--rank-folding auto|off] [--step-time S] [--gradient-bytes B] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 [[ -x "$binary" ]] || { echo "$0: no simreplay binary at $binary (build it, or pass --binary)" >&2; exit 2; }
@@ -53,11 +62,11 @@ for nodes in $nodes_list; do
   "loader": {"num_workers": $workers, "batch_size": 8, "prefetch_factor": 2, "pin_memory": true,
              "persistent_workers": $persistent},
   "hardware": {"cpu_cores": 64, "gpus": 8},
-  "train": {"steps": $steps, "step_time_s": 0.25, "dataset_samples": 1281167},
-  "replay": {"fidelity": "$fidelity"},
+  "train": {"steps": $steps, "step_time_s": $step_time, "dataset_samples": 1281167},
+  "replay": {"fidelity": "$fidelity", "rank_folding": "$folding"},
   "cluster": {"nodes": $nodes, "topology": "fat-tree", "fat_tree": {"nodes_per_switch": 8, "oversubscription": 1},
               "network": {"nic_bytes_per_s": 50e9, "nic_latency_s": 5e-6, "nics_per_node": 8}},
-  "collective": {"algorithm": "hierarchical", "gradient_bytes": 400e6, "bucket_bytes": 25e6, "overlap": 0.6},
+  "collective": {"algorithm": "hierarchical", "gradient_bytes": $gradient_bytes, "bucket_bytes": 25e6, "overlap": 0.6},
   "seed": 0
 }
 JSON

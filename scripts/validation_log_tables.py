@@ -4,7 +4,9 @@ so that logged numbers come from the outputs, not from hand copies.
 
 usage: scripts/validation_log_tables.py whatifs  OUT/whatifs.json
        scripts/validation_log_tables.py remote   OUT/remote.json
-Prints the table, the gate line and the load range to standard output.
+       scripts/validation_log_tables.py remote-summary OUT1/remote.json [OUT2/remote.json ...]
+Prints the table, the gate line and the load range to standard output; remote-summary one row per
+run: its streamed cases (count, outside the gate, mean |error|, range) and all its cases outside.
 """
 from __future__ import annotations
 
@@ -24,13 +26,15 @@ def _runs(xs: List[float]) -> str:
 def whatifs(report: Dict[str, Any]) -> str:
     lines = [f"Run {report['started']} to {report['finished']}; settings {json.dumps(report['settings'])}.", "",
              "| case | workers | measured median (runs) | spread | predicted | error | without media probe "
-             "| load (1 min) | max foreign CPU, steal | scored |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| without CPU probe (error) | load (1 min) | max foreign CPU, steal | scored |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, c in report["cases"].items():
         if "skipped" in c:
-            lines.append(f"| {name} | | skipped: {c['skipped']} | | | | | | | |")
+            lines.append(f"| {name} | | skipped: {c['skipped']} | | | | | | | | |")
             continue
         without = c.get("predicted_without_media_probe")
+        without_cpu = (f"{c['predicted_without_cpu_probe']:.1f} ({_pct(c['error_without_cpu_probe_pct'])})"
+                       if "predicted_without_cpu_probe" in c else "")
         load = c.get("load_avg_1min") or [0.0]
         noise = [r["noise"] for r in c.get("runs", [])]
         foreign = (f"{max(n['foreign_cpu_fraction'] for n in noise):.0%}, {max(n['steal_fraction'] for n in noise):.0%}"
@@ -38,7 +42,7 @@ def whatifs(report: Dict[str, Any]) -> str:
         spread = f"{c['spread_pct']:.1f}%" if "spread_pct" in c else ""
         lines.append(f"| {name} | {c['workers']} | {c['measured_median']:.1f} ({_runs(c['measured_samples_per_s'])}) "
                      f"| {spread} | {c['predicted']:.1f} | {_pct(c['error_pct'])} | "
-                     f"{'' if without is None else f'{without:.1f}'} | {min(load):.1f}..{max(load):.1f} | {foreign} "
+                     f"{'' if without is None else f'{without:.1f}'} | {without_cpu} | {min(load):.1f}..{max(load):.1f} | {foreign} "
                      f"| {'yes' if c.get('scored', True) else 'no (foreign load)'} |")
     gate = report["gate"]
     unscored = gate.get("unscored", [])
@@ -70,22 +74,43 @@ def remote(report: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def remote_summary_row(path: str, report: Dict[str, Any]) -> str:
+    limit = report.get("gate", {}).get("limit_pct", 10.0)
+    cases = [c for cfg in report["configs"] for c in cfg["cases"].values()]
+    streams = [c["error_pct"] for c in cases if c["mode"] == "stream"]
+    outside = sum(abs(c["error_pct"]) > limit for c in cases)
+    cells = ([str(len(streams)), str(sum(abs(e) > limit for e in streams)),
+              f"{sum(map(abs, streams)) / len(streams):.1f}%", f"{_pct(min(streams))} .. {_pct(max(streams))}"]
+             if streams else ["0", "", "", ""])
+    return f"| {path} | {report.get('commit', 'not recorded')} | " + " | ".join(cells) + f" | {outside} of {len(cases)} |"
+
+
 def main() -> int:
-    if len(sys.argv) != 3 or sys.argv[1] not in ("whatifs", "remote"):
+    kinds = ("whatifs", "remote", "remote-summary")
+    if len(sys.argv) < 3 or sys.argv[1] not in kinds or (sys.argv[1] != "remote-summary" and len(sys.argv) != 3):
         print(__doc__, file=sys.stderr)
         return 2
-    try:
-        with open(sys.argv[2]) as f:
-            report = json.load(f)
-    except (OSError, ValueError) as e:
-        print(f"{sys.argv[2]}: {e}", file=sys.stderr)
-        return 3
-    try:
-        table = whatifs(report) if sys.argv[1] == "whatifs" else remote(report)
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        print(f"{sys.argv[2]}: not a {sys.argv[1]} validation report ({type(e).__name__}: {e})", file=sys.stderr)
-        return 3
-    print(table)
+    rows = ["| run | commit | streamed cases | outside | mean abs error | range | all cases outside |",
+            "|---|---|---|---|---|---|---|"]
+    for path in sys.argv[2:]:
+        try:
+            with open(path) as f:
+                report = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"{path}: {e}", file=sys.stderr)
+            return 3
+        try:
+            if sys.argv[1] == "remote-summary":
+                rows.append(remote_summary_row(path, report))
+                continue
+            table = whatifs(report) if sys.argv[1] == "whatifs" else remote(report)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            print(f"{path}: not a {sys.argv[1].split('-')[0]} validation report ({type(e).__name__}: {e})",
+                  file=sys.stderr)
+            return 3
+        print(table)
+    if sys.argv[1] == "remote-summary":
+        print("\n".join(rows))
     return 0
 
 

@@ -13,7 +13,8 @@ using scenarios::CheckpointTarget;
 using scenarios::CheckpointWriters;
 
 CheckpointSaver::CheckpointSaver(const RunConfig& config, const Platform& platform,
-                                 std::vector<LinkClassCounts> storage_routes, std::array<LinkClassLoad, 5>* link_load)
+                                 std::vector<LinkClassCounts> storage_routes, std::array<LinkClassLoad, 5>* link_load,
+                                 int ranks)
     : config_(config),
       platform_(platform),
       every_steps_(config.checkpoint.every_steps),
@@ -28,9 +29,10 @@ CheckpointSaver::CheckpointSaver(const RunConfig& config, const Platform& platfo
   // Replicated state (DDP): each writer saves all of it; sharded state (FSDP): the writers split it.
   bytes_per_writer_ = config.sharding == scenarios::Sharding::kFull ? config.checkpoint.bytes / writer_count_
                                                                       : config.checkpoint.bytes;
-  barrier_ = sg4::Barrier::create(static_cast<unsigned>(config.ranks));
-  pending_.resize(static_cast<size_t>(config.ranks));
-  pending_save_.assign(static_cast<size_t>(config.ranks), -1);
+  const int savers = ranks > 0 ? ranks : config.ranks;
+  barrier_ = sg4::Barrier::create(static_cast<unsigned>(savers));
+  pending_.resize(static_cast<size_t>(savers));
+  pending_save_.assign(static_cast<size_t>(savers), -1);
 }
 
 bool CheckpointSaver::IsWriter(const RankContext& rank) const {

@@ -28,9 +28,10 @@ class CheckpointSaver {
  public:
   // REQUIRES: config.checkpoint.enabled(); a SimGrid engine runs `platform`. A write to shared storage
   // adds its bytes to `link_load` for every link class on its node's route to the store
-  // (`storage_routes`, by node; empty for local targets), like the loaders' reads.
+  // (`storage_routes`, by node; empty for local targets), like the loaders' reads. `ranks`: the ranks
+  // that call Save (all of them, or a folded cluster's simulated ones: sim/rank_folding.h); 0 = all.
   CheckpointSaver(const RunConfig& config, const Platform& platform, std::vector<LinkClassCounts> storage_routes = {},
-                  std::array<LinkClassLoad, 5>* link_load = nullptr);
+                  std::array<LinkClassLoad, 5>* link_load = nullptr, int ranks = 0);
 
   // True when a save follows optimizer step `optimizer_steps` (counted from 1).
   bool DueAfter(int64_t optimizer_steps) const { return optimizer_steps % every_steps_ == 0; }

@@ -29,16 +29,12 @@ class HostCpuWork {
 
   bool enabled() const { return per_byte_ > 0 && ranks_ > 1; }
 
-  // Starts the work on the calling rank's node; null when there is none.
-  sg4::ExecPtr Start(int rank, CollectiveOp op, double bytes) const {
-    if (!enabled() || bytes <= 0) return nullptr;
+  // Starts the work on the calling rank's node; empty when there is none.
+  CpuWork Start(int rank, CollectiveOp op, double bytes) const {
+    if (!enabled() || bytes <= 0) return {};
     const double bus_fraction = op == CollectiveOp::kAllReduce ? models::AllReduceBusFraction(ranks_)
                                                                : models::HalfCollectiveBusFraction(ranks_);
     return nodes_[static_cast<size_t>(rank / gpus_per_node_)]->ExecuteAsync(per_byte_ * bus_fraction * bytes);
-  }
-
-  static void Wait(const sg4::ExecPtr& work) {
-    if (work) work->wait();
   }
 
  private:
@@ -58,9 +54,9 @@ class AnalyticCollectives : public Collectives {
 
   void Run(int rank, CollectiveOp op, double bytes) override {
     barrier_->wait();
-    const sg4::ExecPtr work = cpu_.Start(rank, op, bytes);
+    CpuWork work = cpu_.Start(rank, op, bytes);
     sg4::this_actor::sleep_for(TimeS(op, bytes));
-    HostCpuWork::Wait(work);
+    work.Wait();
   }
 
   bool RunsForAll() const override { return !cpu_.enabled(); }
@@ -159,15 +155,15 @@ class FlowCollectives : public Collectives {
       }
       // With host CPU work every rank starts its own once all are ready; rank 0 runs the flows.
       ready_->wait();
-      const sg4::ExecPtr work = cpu_.Start(rank, op, bytes);
+      CpuWork work = cpu_.Start(rank, op, bytes);
       if (rank == 0)
         for (const Phase& phase : plan) RunPhaseFlows(phase, bytes);
       barrier_->wait();
-      HostCpuWork::Wait(work);
+      work.Wait();
       return;
     }
     barrier_->wait();  // every rank has its buffer ready
-    const sg4::ExecPtr work = cpu_.Start(rank, op, bytes);
+    CpuWork work = cpu_.Start(rank, op, bytes);
     for (const Phase& phase : plan) {
       if (phase.flows.empty()) continue;  // e.g. one GPU per node
       if (!phase.tree) {
@@ -176,7 +172,7 @@ class FlowCollectives : public Collectives {
         RunTreeMessages(rank, bytes);
       }
     }
-    HostCpuWork::Wait(work);
+    work.Wait();
   }
 
  private:

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "models/page_fault_churn.h"
 #include "sim/remote_storage.h"
 
 namespace simreplay::sim {
@@ -23,14 +26,29 @@ DataLoader::DataLoader(const RankContext& rank, NodeState* node, const Distribut
                                 ? input.costs->measured.mean_collate_per_sample_s
                                 : input.model.cpu.collate_per_sample_s),
       // A streamed tier: only the workers that were assigned a shard deliver (sim/remote_storage.h).
-      active_workers_(ActiveStreamWorkers(
-          StreamShards(input.scenario, sampler.per_rank_samples() * std::max(1, config.ranks)),
-          std::max(1, config.ranks), rank.rank, input.scenario.loader.num_workers)) {
+      active_workers_(
+          ActiveStreamWorkers(StreamShards(input.scenario, sampler.per_rank_samples() * std::max(1, config.ranks)),
+                              std::max(1, config.ranks), rank.rank, input.scenario.loader.num_workers)) {
   if (const models::StorageTier* streamed = StreamedTier(input.scenario)) {
-    task_workers_ = StreamTaskWorkers(sampler.per_rank_samples() * std::max(1, config.ranks), streamed->shard_samples,
-                                      std::max(1, config.ranks), rank.rank, loader_.num_workers,
+    const int ranks = std::max(1, config.ranks);
+    const int64_t dataset = sampler.per_rank_samples() * ranks;
+    task_workers_ = StreamTaskWorkers(dataset, streamed->shard_samples, ranks, rank.rank, loader_.num_workers,
                                       sampler.batches_per_epoch());
+    // Readers' shards: the main process loading inline is the rank's only reader; workers share them.
+    auto reader_stream = [&](int readers, int reader) {
+      return models::ShardStream(
+          ReaderShardSizes(dataset, streamed->shard_samples, ranks, rank.rank, readers, reader),
+          ReaderShardBytes(streamed->shard_bytes, dataset, streamed->shard_samples, ranks, rank.rank, readers, reader));
+    };
+    streams_.push_back(reader_stream(1, 0));
+    for (int w = 0; w < loader_.num_workers; ++w) streams_.push_back(reader_stream(loader_.num_workers, w));
   }
+}
+
+models::ShardStream* DataLoader::StreamOf(int track) {
+  if (streams_.empty()) return nullptr;
+  const size_t i = track == kTrackMain ? 0 : static_cast<size_t>(1 + track - kTrackWorker0);
+  return i < streams_.size() ? &streams_[i] : nullptr;
 }
 
 SimQueue<DataLoader::Task>& DataLoader::QueueOfTask(int64_t task) const {
@@ -40,7 +58,9 @@ SimQueue<DataLoader::Task>& DataLoader::QueueOfTask(int64_t task) const {
 
 double DataLoader::CostScale(int track) const {
   const auto& cpu = input_.model.cpu;
-  return track == kTrackMain ? cpu.worker_cost_scale / cpu.worker_overhead_factor : cpu.worker_cost_scale;
+  if (track != kTrackMain) return cpu.worker_cost_scale;
+  return cpu.worker_cost_scale / cpu.worker_overhead_factor *
+         models::InlineCostFactor(cpu.page_fault_cpu_share, cpu.inline_page_fault_ratio);
 }
 
 double DataLoader::OverheadPerSample(int track) const {
@@ -48,24 +68,17 @@ double DataLoader::OverheadPerSample(int track) const {
 }
 
 FinishedBatch DataLoader::LoadBatch(int track, int64_t epoch, int64_t batch) {
-  const double scale = CostScale(track);
-  const double overhead_s = OverheadPerSample(track);
   const double start_s = sg4::Engine::get_clock();
   FinishedBatch done{batch, sampler_.BatchSize(batch), 0, 0};
   const int64_t first = sampler_.FirstOrdinal(epoch, rank_.rank, batch);
-  const double collate_s = collate_per_sample_s_ * static_cast<double>(done.size) * scale;
+  const double collate_s = collate_per_sample_s_ * static_cast<double>(done.size) * CostScale(track);
   if (config_.fidelity == ReplayFidelity::kBatch) {
     LoadBatchAggregated(track, epoch, first, collate_s, &done);
   } else {
-    for (int64_t i = 0; i < done.size; ++i) {
-      const int64_t ordinal = first + i;
-      const auto& cost = sampler_.CostAt(ordinal);
-      double t0 = sg4::Engine::get_clock();
-      node_->ReadSample(cost, sampler_.CacheKey(ordinal), epoch);
-      double t1 = sg4::Engine::get_clock();
-      node_->Execute((cost.decode_s + cost.augment_s) * scale + overhead_s);
-      RecordSample(track, cost, t0, t1, sg4::Engine::get_clock());
-      done.bytes += static_cast<double>(cost.out_bytes);
+    if (node_->ReadsAreDelays()) {
+      LoadSamplesAsOneJob(track, first, &done);
+    } else {
+      LoadSamplesOneByOne(track, epoch, first, &done);
     }
     node_->AddMemory(done.bytes * input_.model.memory.batch_bytes_scale);
     double t_collate = sg4::Engine::get_clock();
@@ -75,6 +88,42 @@ FinishedBatch DataLoader::LoadBatch(int track, int64_t epoch, int64_t batch) {
   done.ready_s = sg4::Engine::get_clock();
   if (track != kTrackMain) node_->recorder().stats().worker_busy_s += done.ready_s - start_s;
   return done;
+}
+
+void DataLoader::LoadSamplesOneByOne(int track, int64_t epoch, int64_t first, FinishedBatch* done) {
+  const double scale = CostScale(track);
+  const double overhead_s = OverheadPerSample(track);
+  for (int64_t i = 0; i < done->size; ++i) {
+    const int64_t ordinal = first + i;
+    const auto& cost = sampler_.CostAt(ordinal);
+    double t0 = sg4::Engine::get_clock();
+    node_->ReadSample(cost, sampler_.CacheKey(ordinal), epoch, StreamOf(track));
+    double t1 = sg4::Engine::get_clock();
+    node_->Execute((cost.decode_s + cost.augment_s) * scale + overhead_s);
+    RecordSample(track, cost, t0, t1, sg4::Engine::get_clock());
+    done->bytes += static_cast<double>(cost.out_bytes);
+  }
+}
+
+void DataLoader::LoadSamplesAsOneJob(int track, int64_t first, FinishedBatch* done) {
+  const double scale = CostScale(track);
+  const double overhead_s = OverheadPerSample(track);
+  std::vector<CorePhase> phases;
+  phases.reserve(2 * static_cast<size_t>(done->size));
+  for (int64_t i = 0; i < done->size; ++i) {
+    const auto& cost = sampler_.CostAt(first + i);
+    phases.push_back({CorePhase::Kind::kRead, cost.read_s, cost.read_bytes});
+    phases.push_back({CorePhase::Kind::kCpu, (cost.decode_s + cost.augment_s) * scale + overhead_s});
+    done->bytes += static_cast<double>(cost.out_bytes);
+  }
+  const double t0 = sg4::Engine::get_clock();
+  const std::vector<double> ends = node_->RunPhases(std::move(phases));
+  double read_at = t0;
+  for (int64_t i = 0; i < done->size; ++i) {
+    const auto k = 2 * static_cast<size_t>(i);
+    RecordSample(track, sampler_.CostAt(first + i), read_at, ends[k], ends[k + 1]);
+    read_at = ends[k + 1];
+  }
 }
 
 // fidelity "batch": the batch's recorded reads as one delay and its CPU work, collate included, as one
@@ -94,17 +143,24 @@ void DataLoader::LoadBatchAggregated(int track, int64_t epoch, int64_t first, do
       read_s += cost.read_s;
       read_bytes += cost.read_bytes;
     } else {
-      node_->ReadSample(cost, sampler_.CacheKey(first + i), epoch);
+      node_->ReadSample(cost, sampler_.CacheKey(first + i), epoch, StreamOf(track));
     }
     cpu_s += cost.decode_s + cost.augment_s;
     done->bytes += static_cast<double>(cost.out_bytes);
   }
-  if (aggregate_reads) node_->SleepRecordedReads(read_s, read_bytes);
-  const double t1 = sg4::Engine::get_clock();
   const double sample_cpu_s = cpu_s * scale + OverheadPerSample(track) * static_cast<double>(done->size);
   const double work = sample_cpu_s + collate_s;
-  node_->Execute(work);
-  const double t3 = sg4::Engine::get_clock();
+  double t1, t3;
+  if (aggregate_reads) {  // the reads' delay and the CPU work as one job
+    const std::vector<double> ends =
+        node_->RunPhases({{CorePhase::Kind::kRead, read_s, read_bytes}, {CorePhase::Kind::kCpu, work}});
+    t1 = ends[0];
+    t3 = ends[1];
+  } else {
+    t1 = sg4::Engine::get_clock();
+    node_->Execute(work);
+    t3 = sg4::Engine::get_clock();
+  }
   // Counted once the batch is collated (per-sample fidelity counts it before collate: a collate later).
   node_->AddMemory(done->bytes * input_.model.memory.batch_bytes_scale);
   const double t2 = work > 0 ? t1 + (t3 - t1) * sample_cpu_s / work : t1;  // decode+augment end, collate start
@@ -146,13 +202,54 @@ void DataLoader::RecordSample(int track, const replay::SampleCost& cost, double 
 void DataLoader::Worker(int worker, IteratorQueues* queues) {
   double t0 = sg4::Engine::get_clock();
   sg4::this_actor::sleep_for(input_.model.cpu.worker_startup_s);
-  // A fresh process's first samples cost more than later ones: that CPU, on the node's cores.
-  node_->Execute(input_.model.cpu.worker_warmup_cpu_s);
-  node_->recorder().Span(rank_.rank, kTrackWorker0 + worker, "startup", t0);
+  // A fresh process's first samples cost more than later ones: that CPU, on the node's cores, at the
+  // start or spread over the samples it belongs to (WarmupCpuS).
+  const int track = kTrackWorker0 + worker;
+  node_->Execute(WarmupCpuS(0, 0));
+  node_->recorder().Span(rank_.rank, track, "startup", t0);
+  SimQueue<FinishedBatch>& out =
+      queues->send_queues.empty() ? queues->results : *queues->send_queues[static_cast<size_t>(worker)];
+  int64_t loaded = 0;  // samples this process has loaded
   while (true) {
     Task task = queues->index_queues[static_cast<size_t>(worker)]->Pop();
-    if (task.stop) return;
-    queues->results.Push(LoadBatch(kTrackWorker0 + worker, task.epoch, task.batch));
+    if (task.stop) {
+      if (!queues->send_queues.empty()) out.Push(FinishedBatch{});  // the send thread's stop marker
+      return;
+    }
+    const int64_t size = sampler_.BatchSize(task.batch);
+    if (const double warmup_s = WarmupCpuS(loaded, size); warmup_s > 0) {
+      const double t_warm = sg4::Engine::get_clock();
+      node_->Execute(warmup_s);
+      node_->recorder().stats().worker_busy_s += sg4::Engine::get_clock() - t_warm;  // the batch's own work
+      node_->recorder().Span(rank_.rank, track, "warm-up", t_warm);
+    }
+    loaded += size;
+    out.Push(LoadBatch(track, task.epoch, task.batch));
+  }
+}
+
+// The warm-up excess (cpu.worker_warmup_cpu_s) of a process's samples [first, first + count): its
+// first sample's share (cpu.worker_warmup_first_share) on the first, the rest an even share per sample
+// over its first cpu.worker_warmup_samples; with 0 of those, all of it at the start (count 0 at first 0).
+double DataLoader::WarmupCpuS(int64_t first, int64_t count) const {
+  const auto& cpu = input_.model.cpu;
+  if (cpu.worker_warmup_samples <= 0) return first == 0 && count == 0 ? cpu.worker_warmup_cpu_s : 0.0;
+  const double window = cpu.worker_warmup_samples;
+  const double in_window = std::clamp(window - static_cast<double>(first), 0.0, static_cast<double>(count));
+  const double on_first = first == 0 && count > 0 ? cpu.worker_warmup_first_share : 0.0;
+  return cpu.worker_warmup_cpu_s * (on_first + (1 - cpu.worker_warmup_first_share) * in_window / window);
+}
+
+void DataLoader::SendThread(int worker, IteratorQueues* queues) {
+  SimQueue<FinishedBatch>& in = *queues->send_queues[static_cast<size_t>(worker)];
+  while (true) {
+    FinishedBatch batch = in.Pop();
+    if (batch.batch < 0) return;
+    const double t0 = sg4::Engine::get_clock();
+    node_->Execute(batch.bytes * input_.model.cpu.worker_send_s_per_byte);
+    batch.ready_s = sg4::Engine::get_clock();
+    node_->recorder().Span(rank_.rank, kTrackWorkerSend0 + worker, "send", t0);
+    queues->results.Push(batch);
   }
 }
 
@@ -168,17 +265,18 @@ void DataLoader::PinThread(IteratorQueues* queues) {
   }
 }
 
-void DataLoader::StartEpoch(int64_t epoch) {
+bool DataLoader::StartEpoch(int64_t epoch) {
   epoch_ = epoch;
   reorder_.clear();
   const int workers = loader_.num_workers;
   next_task_ =
       std::min<int64_t>(static_cast<int64_t>(loader_.prefetch_factor) * active_workers_, sampler_.batches_per_epoch());
-  if (workers == 0) return;
+  if (workers == 0) return false;
   double t0 = sg4::Engine::get_clock();
   IteratorQueues* previous = queues_;
   auto& recorder = node_->recorder();
-  if (previous == nullptr || !loader_.persistent_workers) {
+  const bool fork = previous == nullptr || !loader_.persistent_workers;
+  if (fork) {
     if (previous != nullptr) {  // shut the previous epoch's workers down: the main joins them one by one
       for (auto& q : previous->index_queues) q->Push(Task{0, 0, true});
       if (loader_.pin_memory) previous->results.Push(FinishedBatch{});
@@ -197,6 +295,12 @@ void DataLoader::StartEpoch(int64_t epoch) {
     for (int w = 0; w < workers; ++w) {
       sg4::this_actor::sleep_for(input_.model.cpu.worker_spawn_s);
       queues->index_queues.push_back(std::make_unique<SimQueue<Task>>());
+      if (input_.model.cpu.worker_send_s_per_byte > 0) {
+        queues->send_queues.push_back(std::make_unique<SimQueue<FinishedBatch>>());
+        sg4::Actor::create(prefix + "w" + std::to_string(w) + "send", node_->cpu(), [this, w, queues] {
+          SendThread(w, queues);
+        })->daemonize();
+      }
       sg4::Actor::create(prefix + "w" + std::to_string(w), node_->cpu(), [this, w, queues] {
         Worker(w, queues);
       })->daemonize();
@@ -212,6 +316,7 @@ void DataLoader::StartEpoch(int64_t epoch) {
     recorder.Span(rank_.rank, kTrackMain, "iter() resume", t0);
   }
   for (int64_t t = 0; t < next_task_; ++t) QueueOfTask(t).Push(Task{epoch, t, false});
+  return fork;
 }
 
 FinishedBatch DataLoader::Next(int64_t b) {

@@ -33,7 +33,8 @@ class DataLoader {
              const RunConfig& config);
 
   // iter(): starts (or resumes) the workers for `epoch` and primes their tasks.
-  void StartEpoch(int64_t epoch);
+  // Returns whether it forked the workers (every epoch unless they are persistent; never inline).
+  bool StartEpoch(int64_t epoch);
   // next(): batch `b` of the current epoch.
   FinishedBatch Next(int64_t b);
 
@@ -46,17 +47,27 @@ class DataLoader {
   // One iterator's queues: fresh per epoch for non-persistent workers.
   struct IteratorQueues {
     std::vector<std::unique_ptr<SimQueue<Task>>> index_queues;  // one per worker
-    SimQueue<FinishedBatch> results;                            // workers -> pin thread or main
-    SimQueue<FinishedBatch> pinned;                             // pin thread -> main
+    // Worker -> its send thread, one per worker; empty when the model has no send thread.
+    std::vector<std::unique_ptr<SimQueue<FinishedBatch>>> send_queues;
+    SimQueue<FinishedBatch> results;  // send threads (or workers) -> pin thread or main
+    SimQueue<FinishedBatch> pinned;   // pin thread -> main
   };
 
   void Worker(int worker, IteratorQueues* queues);
+  // The worker's result-queue feeder: sends each batch (its CPU beside the worker's next batch), in order.
+  void SendThread(int worker, IteratorQueues* queues);
   void PinThread(IteratorQueues* queues);
   FinishedBatch LoadBatch(int track, int64_t epoch, int64_t batch);
+  double WarmupCpuS(int64_t first, int64_t count) const;
   void LoadBatchAggregated(int track, int64_t epoch, int64_t first, double collate_s, FinishedBatch* done);
+  // Fidelity "sample": each sample's read, then its CPU work. Where reads are delays
+  // (NodeState::ReadsAreDelays) the batch's samples are one job on the node's cores; otherwise each read
+  // goes through the node's storage and each sample's CPU work is a job of its own.
+  void LoadSamplesAsOneJob(int track, int64_t first, FinishedBatch* done);
+  void LoadSamplesOneByOne(int track, int64_t epoch, int64_t first, FinishedBatch* done);
   void RecordSample(int track, const replay::SampleCost& cost, double t0, double t1, double t2,
                     double cpu_start_s = -1);
-  double CostScale(int track) const;  // recorded CPU cost -> simulated, in a worker or inline
+  double CostScale(int track) const;          // recorded CPU cost -> simulated, in a worker or inline
   double OverheadPerSample(int track) const;  // worker CPU per sample outside its stages; 0 inline
 
   const RankContext& rank_;
@@ -71,6 +82,9 @@ class DataLoader {
   // task t goes to worker t mod active_workers_). sim/remote_storage.h, StreamTaskWorkers.
   std::vector<int> task_workers_;
   SimQueue<Task>& QueueOfTask(int64_t task) const;
+  // A streamed tier: each reader's connection (index 0 the main process, 1 + w worker w); empty otherwise.
+  std::vector<models::ShardStream> streams_;
+  models::ShardStream* StreamOf(int track);
   int64_t epoch_ = 0;
   IteratorQueues* queues_ = nullptr;
   std::map<int64_t, FinishedBatch> reorder_;                // _task_info: results that arrived before their turn

@@ -8,6 +8,7 @@
 
 #include "common/quantile.h"
 #include "models/cluster_topology.h"
+#include "sim/rank_folding.h"
 
 namespace simreplay::sim {
 
@@ -247,13 +248,28 @@ nlohmann::json ClusterMetrics(const SimInput& input, const SimRawStats& s) {
   nlohmann::json j = nlohmann::json::object();
   j["nodes"] = c.nodes;
   j["gpus_per_node"] = input.scenario.hardware.gpus;
-  j["ranks"] = static_cast<int64_t>(s.ranks.size());
+  const int64_t cluster_ranks = static_cast<int64_t>(c.nodes) * input.scenario.hardware.gpus;
+  j["ranks"] = cluster_ranks;
   j["topology"] = scenarios::TopologyName(c.topology);
   j["collective_algorithm"] = scenarios::AlgorithmName(input.scenario.collective.algorithm);
   j["storage_kind"] = scenarios::StorageKindName(input.scenario.storage.kind);
   j["exposed_comm_time_s"] = Round9(s.exposed_comm_s);
   j["exposed_comm_fraction"] =
-      Round9(s.exposed_comm_s / (static_cast<double>(std::max<size_t>(s.ranks.size(), 1)) * T));
+      Round9(s.exposed_comm_s / (static_cast<double>(std::max<int64_t>(cluster_ranks, 1)) * T));
+  if (s.simulated_nodes > 0 && s.simulated_nodes < c.nodes) {
+    j["rank_folding"] = {{"simulated_nodes", s.simulated_nodes},
+                         {"method", "representative nodes, the others as the slowest of their ranks per step"},
+                         {"wait_spread", Round9(s.rank_folding_wait_spread)}};
+    if (s.rank_folding_wait_spread > kMaxFoldedWaitSpread) {
+      j["rank_folding"]["caveat"] =
+          "the ranks' waits differ within steps: the slowest of all ranks may wait longer than the slowest simulated "
+          "one, so step-time tails can be understated (too large to simulate every rank instead)";
+    }
+  } else if (s.rank_folding_wait_spread > 0) {
+    j["rank_folding"] = {{"simulated_nodes", c.nodes},
+                         {"refused", "the ranks' waits differ within steps: every rank simulated"},
+                         {"wait_spread", Round9(s.rank_folding_wait_spread)}};
+  }
   nlohmann::json links = nlohmann::json::object();
   for (int k = 0; k < models::kLinkClassCount; ++k) {
     const auto& load = s.link_load[static_cast<size_t>(k)];
@@ -326,7 +342,10 @@ nlohmann::json SummarizeMetrics(const SimInput& input, const SimRawStats& full) 
                           {"augment", Distribution(full.augment_s)}};
   m["simulated_time_s"] = Round9(full.makespan_s);
   m["samples"] = full.samples_consumed;
-  m["optimizer_steps"] = static_cast<int64_t>(full.step_s.size());
+  // A folded run's step intervals are the simulated ranks'; the cluster's count is every rank's.
+  const int64_t sampled_ranks =
+      full.simulated_nodes > 0 ? static_cast<int64_t>(full.simulated_nodes) * input.scenario.hardware.gpus : ranks;
+  m["optimizer_steps"] = static_cast<int64_t>(full.step_s.size()) * ranks / std::max<int64_t>(sampled_ranks, 1);
   m["worker_starts"] = full.worker_starts;
   m["bottleneck"] = {{"stage", bottleneck.stage}, {"evidence", bottleneck.evidence}};
   if (ranks > 1 || input.scenario.storage.kind == scenarios::StorageKind::kShared) {

@@ -4,13 +4,16 @@
 // share one NodeState; it never calls back into the simulation.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
 
+#include "models/shard_stream.h"
 #include "models/storage_tiers.h"
 
 #include "replay/sample_costs.h"
+#include "sim/core_scheduler.h"
 #include "sim/platform.h"
 #include "sim/run_config.h"
 #include "sim/sim_types.h"
@@ -36,6 +39,22 @@ class Recorder {
   int64_t max_events_;
 };
 
+// CPU work started without waiting (NodeState::ExecuteAsync); Wait blocks until it has run. Empty when
+// there was no work.
+class CpuWork {
+ public:
+  CpuWork() = default;
+  CpuWork(CoreScheduler* cores, int job) : cores_(cores), job_(job) {}
+  void Wait() {
+    if (cores_ != nullptr) cores_->Wait(job_);
+    cores_ = nullptr;
+  }
+
+ private:
+  CoreScheduler* cores_ = nullptr;
+  int job_ = -1;
+};
+
 class NodeState {
  public:
   // `hosts` and `platform` must outlive the node. `index` is the node number.
@@ -52,27 +71,40 @@ class NodeState {
 
   // CPU work of `cpu_s` recorded seconds on this node's cores (counts towards cpu_busy_core_s).
   void Execute(double cpu_s);
-  // The same work started without waiting, on this node's cores; the caller waits on the returned
-  // execution.
-  simgrid::s4u::ExecPtr ExecuteAsync(double cpu_s);
+  // The same work started without waiting, on this node's cores; the caller waits on the returned work.
+  CpuWork ExecuteAsync(double cpu_s);
+  // Whether a sample's read is a fixed delay here (storage mode "recorded", local storage, no tiers,
+  // cores of its own), so that a batch's reads and CPU work can run as one job (RunPhases).
+  bool ReadsAreDelays() const;
+  // Read delays and CPU work in sequence as one job on this node's cores; returns each phase's end.
+  // CPU phases count towards cpu_busy_core_s, kRead phases towards the storage's bytes and busy time.
+  std::vector<double> RunPhases(std::vector<CorePhase> phases);
+  // After the run (`end_s`): counts the phases that jobs still in flight had ended, as each finished
+  // execution and read counts during the run.
+  void Finish(double end_s);
   // A thread that was blocked (the loop after its accelerator step, or after waiting for a batch) runs
   // again only after the scheduler's wake-up delay at the executions running now (cpu.wakeup_delay_*,
   // measured by the CPU probe); returns the seconds slept (0 when the model has no delay).
   double WakeUp();
   // One sample's read: recorded time, page cache, the local device, or shared storage.
-  // `cache_key` fixes page-cache hits per sample; `epoch` decides cold or warm storage tiers.
-  void ReadSample(const replay::SampleCost& cost, uint64_t cache_key, int64_t epoch = 0);
-  // Recorded reads aggregated over a batch (fidelity "batch", storage mode "recorded", local storage).
-  void SleepRecordedReads(double read_s, int64_t bytes);
+  // `cache_key` fixes page-cache hits per sample; `epoch` decides cold or warm storage tiers. `stream`:
+  // the calling reader's stream of a streamed tier (null: every read is a request of its own).
+  void ReadSample(const replay::SampleCost& cost, uint64_t cache_key, int64_t epoch = 0,
+                  models::ShardStream* stream = nullptr);
   void AddMemory(double delta_bytes);
   // Shared storage: the link classes a read crosses (for network utilisation).
   void SetStorageRoute(const LinkClassCounts& counts) { storage_route_ = counts; }
 
  private:
   void CountBusy(double cpu_s);
+  void CountReadBytes(int64_t bytes);
   void ReadShared(double bytes);
   // storage.tiers: the serving tier's latency and per-stream transfer under its stream limit.
-  void ReadTiered(const replay::SampleCost& cost, uint64_t cache_key, int64_t epoch);
+  void ReadTiered(const replay::SampleCost& cost, uint64_t cache_key, int64_t epoch, models::ShardStream* stream);
+  // A read served by streamed tier k through the reader's connection (models/shard_stream.h): a new
+  // shard's request takes its turn and the first byte; then the sample waits only for its bytes still
+  // in transit. A read that waits on the tier holds one of its max_streams slots while it waits.
+  void ReadStreamed(size_t k, double bytes, int64_t epoch, models::ShardStream* stream);
 
   int index_;
   const NodeHosts& hosts_;
@@ -85,12 +117,13 @@ class NodeState {
   std::vector<simgrid::s4u::SemaphorePtr> tier_streams_;  // per tier with max_streams > 0, else null
   std::vector<models::RequestPacer> tier_pacers_;          // per tier: its requests_per_s limit
   double node_epoch_bytes_ = 0;                           // bytes this node reads per epoch (tier fill)
+  double mean_sample_bytes_ = 0;                          // of the captured samples (a streamed shard's length)
   int storage_in_flight_ = 0;
-  int running_executions_ = 0;  // Execute calls in progress on this node's cores (not ExecuteAsync)
-  simgrid::s4u::Host* cores_ = nullptr;         // where CPU work runs: hosts_.cpu, or the sharing owner's
-  int* running_ = &running_executions_;         // the counter of the cores' owner
   double storage_busy_since_s_ = 0;
   double flops_per_cpu_s_scale_ = 1;
+  std::unique_ptr<CoreScheduler> own_cores_;
+  CoreScheduler* cores_ = nullptr;  // where CPU work runs: own_cores_, or the sharing owner's
+  std::vector<int> jobs_in_flight_;  // RunPhases jobs not finished yet
   LinkClassCounts storage_route_{};  // core_speed_scale x straggler factor: recorded -> core-seconds
 };
 

@@ -80,24 +80,13 @@ std::vector<sg4::LinkInRoute> ToLinks(const Platform& p, const std::vector<Hop>&
   return links;
 }
 
-// The node's CPU host: C cores at the model's speed (x a straggler's factor), slowed by contention.
+// The node's CPU host: where its actors live. Their CPU work does not run on it as SimGrid executions
+// but on the node's SharedCores (sim/shared_cores.h), which shares the cores as SimGrid's multi-core
+// model would, contention factors included.
 sg4::Host* CreateCpu(sg4::NetZone* zone, const std::string& name, const models::ModelParams& model, int cores,
                      double speed_scale) {
   auto* host = zone->create_host(name, kFlopsPerCpuSecond * model.cpu.core_speed_scale * speed_scale);
   host->set_core_count(cores);
-  const double slowdown = model.cpu.busy_core_slowdown;
-  const double overhead = model.cpu.oversubscription_overhead;
-  if ((slowdown > 0 && cores > 1) || overhead > 0) {
-    // The node's capacity with n executions running: min(n, C) cores, every execution's cost
-    // multiplied by the contention factor f(n) (models/model_params.h: shared-core slowdown, then
-    // oversubscription overhead beyond C). Single-threaded executions stay capped at one core each.
-    host->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR, [slowdown, overhead, cores](double capacity, int n) {
-      const int busy = std::min(std::max(n, 1), cores);
-      const double shared = cores > 1 ? 1.0 + slowdown * (busy - 1) / (cores - 1) : 1.0;
-      const double switching = 1.0 + overhead * std::max(0, n - cores) / cores;
-      return capacity / cores * busy / (shared * switching);
-    });
-  }
   return host;
 }
 
@@ -116,34 +105,30 @@ Platform BuildPlatform(const models::ClusterTopology& topology, const models::Mo
   const int nodes = topology.spec().nodes;
   std::vector<sg4::NetZone*> zones;
   std::vector<simgrid::kernel::routing::NetPoint*> gateways;
-  for (int n = 0; n < nodes; ++n) {
-    auto* zone = sg4::create_full_zone("node" + std::to_string(n));
-    zone->set_parent(root);
-    zones.push_back(zone);
-  }
-  // Links live in the zone that uses them: intra-node links in the node's zone, the rest at the root.
+  // Every link is created at the root, before any node zone exists: SimGrid checks each new link's
+  // name against every zone below the root, one by one, so links created with N node zones in place
+  // cost O(N) each and the platform O(N^2) (most of the time at 32,768 GPUs and more). Routes refer to
+  // links wherever they were created.
   p.up.resize(links.size());
   p.down.resize(links.size());
   for (const auto& link : links) {
-    const auto& from = topology.graph()[static_cast<size_t>(link.from)];
-    sg4::NetZone* zone = (link.link_class == LinkClass::kPcie || link.link_class == LinkClass::kIntraNode)
-                             ? zones[static_cast<size_t>(from.node)]
-                             : root;
     const size_t i = static_cast<size_t>(link.index);
     if (link.link_class == LinkClass::kPcie || (link.link_class == LinkClass::kStorage && checkpoint_to_shared)) {
       // Host-to-device copies go one way: one shared link, as on a single node before clusters existed.
       // The storage service's bandwidth serves reads and checkpoint writes together (one link for both
       // directions), so a save slows the loaders' reads; without shared-storage saves nothing goes up it.
-      p.up[i] = p.down[i] = zone->create_link(link.name, link.bytes_per_s)->set_latency(link.latency_s);
+      p.up[i] = p.down[i] = root->create_link(link.name, link.bytes_per_s)->set_latency(link.latency_s);
     } else {
-      p.up[i] = zone->create_link(link.name + "_UP", link.bytes_per_s)->set_latency(link.latency_s);
-      p.down[i] = zone->create_link(link.name + "_DOWN", link.bytes_per_s)->set_latency(link.latency_s);
+      p.up[i] = root->create_link(link.name + "_UP", link.bytes_per_s)->set_latency(link.latency_s);
+      p.down[i] = root->create_link(link.name + "_DOWN", link.bytes_per_s)->set_latency(link.latency_s);
     }
     p.up[i]->seal();
     if (p.down[i] != p.up[i]) p.down[i]->seal();
   }
   for (int n = 0; n < nodes; ++n) {
-    auto* zone = zones[static_cast<size_t>(n)];
+    auto* zone = sg4::create_full_zone("node" + std::to_string(n));
+    zone->set_parent(root);
+    zones.push_back(zone);
     NodeHosts hosts;
     hosts.cpu = CreateCpu(zone, "node" + std::to_string(n) + "-cpu", model, config.cpu_cores,
                           config.node_cpu_scale[static_cast<size_t>(n)]);

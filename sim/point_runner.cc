@@ -8,6 +8,7 @@
 #include "common/paths.h"
 #include "models/error_band.h"
 #include "models/model_params.h"
+#include "models/page_fault_churn.h"
 #include "replay/manifest.h"
 #include "sim/cluster_network.h"
 #include "sim/remote_storage.h"
@@ -15,6 +16,7 @@
 #include "sim/format_replay.h"
 #include "sim/media_replay.h"
 #include "sim/metrics.h"
+#include "sim/rank_folding.h"
 #include "sim/raw_stats_codec.h"
 #include "sim/simulation.h"
 #include "sim/timeline_writer.h"
@@ -106,6 +108,22 @@ void AddExtrapolationWarnings(const scenarios::Scenario& s, int cores, const mod
     warnings->push_back(
         fmt::format("extrapolating: persistent_workers = {} was never measured", s.loader.persistent_workers));
   }
+  // Another worker count, batch size or worker persistence deals the samples to other processes, and
+  // each process churns according to the samples it meets: the captured churn no longer holds.
+  const double churn = model.cpu.page_fault_cpu_share;
+  const auto churn_info = model.info.find("cpu.page_fault_cpu_share");
+  const bool dealt_otherwise = std::any_of(extrapolated->begin(), extrapolated->end(), [](const std::string& what) {
+    return what == "num_workers" || what == "batch_size" || what == "persistent_workers";
+  });
+  if (dealt_otherwise && churn >= models::kChurnShareWorthNaming &&
+      churn_info != model.info.end() && !churn_info->second.assumed) {
+    warnings->push_back(fmt::format(
+        "page-fault churn: {:.0f}% of the captured samples' CPU is page faults (cpu.page_fault_cpu_share), and each "
+        "DataLoader process churns according to the samples it meets; this loader deals them to other processes, "
+        "which can churn differently than the captured ones, and the prediction keeps the captured churn (docs/"
+        "modelling.md, \"Page-fault churn\"; `simreplay diagnose` shows where it falls)",
+        100 * churn));
+  }
   if (!s.data_format.empty() && range.contains("formats") && !Contains(range["formats"], s.data_format)) {
     extrapolated->push_back("format");
     warnings->push_back("extrapolating: format '" + s.data_format +
@@ -125,6 +143,7 @@ void ScaleStepHostCpu(const scenarios::Scenario& s, models::ModelParams* model, 
   if (stated < 0 || calibrated <= 0 || model->gpu.step_host_cpu_s <= 0 || stated == calibrated) return;
   const double ratio = stated / calibrated;
   model->gpu.step_host_cpu_s *= ratio;
+  model->gpu.step_host_cpu_after_fork_s *= ratio;  // the pages the step writes grow with it too
   warnings->push_back(fmt::format(
       "gpu.step_host_cpu_s scaled x{:.3g} with collective.gradient_bytes ({:.4g} stated, {:.4g} calibrated): the "
       "emulated step's host work grows with the parameter count",
@@ -150,7 +169,15 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
     trace = ResolveBesideFile(scenario.model_path, t);
   }
   // Cached per (trace, format, media, seed): the points of a sweep share the loaded and transformed costs.
-  std::string cache_key = trace + "#" + scenario.data_format + (scenario.data_sequential ? "#seq" : "");
+  // What the replay takes out of the recorded costs: the model's window, priced with its calibration's
+  // steady costs.
+  const replay::RecordedWarmup recorded_warmup{static_cast<int>(point.input.model.cpu.recorded_warmup_samples),
+                                               point.input.model.warmup_steady_cpu_s_per_unit};
+  std::string cache_key = trace + "#" + scenario.data_format + (scenario.data_sequential ? "#seq" : "") + "#w" +
+                          std::to_string(recorded_warmup.window);
+  for (const auto& [format, cost] : recorded_warmup.steady_cpu_s_per_unit) {
+    cache_key += fmt::format(":{}={}", format, cost);
+  }
   if (scenario.decode_on_gpu) {
     const auto& g = scenario.gpu_decode;
     cache_key += fmt::format("#gpu:{}:{}:{}:{}", g.per_sample_s, g.s_per_pixel, g.s_per_frame, g.cpu_parse_s_per_byte);
@@ -163,7 +190,7 @@ Result<PreparedPoint> PreparePoint(const scenarios::Scenario& scenario, CostCach
   }
   auto cached = cache->find(cache_key);
   if (cached == cache->end()) {
-    auto costs = replay::LoadSampleCosts({trace});
+    auto costs = replay::LoadSampleCosts({trace}, recorded_warmup);
     if (!costs.ok()) return costs.status();
     if (!scenario.data_media.empty()) {
       auto synthesised = ApplyMedia(*costs, point.input.model, scenario.data_media, scenario.seed);
@@ -353,6 +380,21 @@ Result<nlohmann::json> SimulateScenario(const scenarios::Scenario& scenario, con
                                         CostCache* cache) {
   auto point = PreparePoint(scenario, cache);
   if (!point.ok()) return point.status();
+  if (!timeline_path.empty()) {
+    // A timeline shows every rank, so it turns rank folding off: refuse what cannot then fit before
+    // anything runs, and say so where folding would apply.
+    SimInput with_timeline = point->input;
+    with_timeline.record_timeline = true;
+    SIMREPLAY_RETURN_IF_ERROR(CheckSimulationFits(with_timeline));
+    const RunConfig config = RunConfig::Resolve(point->input);
+    if (PlanRankFolding(point->input, config, point->input.scenario.rank_folding).folded()) {
+      point->warnings.push_back(fmt::format(
+          "rank folding off: simulate records a timeline of every rank, so all {} nodes are simulated; "
+          "`simreplay what-if` simulates this cluster through {} representative nodes (docs/performance.md, "
+          "\"Rank folding\")",
+          config.nodes, kRepresentativeNodes));
+    }
+  }
   auto results = RunIsolated(MakeJobs(*point, timeline_path), 2);
   return AssembleResult(*point, results[0], results[1]);
 }

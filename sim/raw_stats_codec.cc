@@ -9,11 +9,11 @@ namespace simreplay::sim {
 
 // A field added to SimRawStats must be added to both functions below; this trips when the struct
 // changes size so that nobody forgets (x86-64 libstdc++ layout, the one CI builds).
-static_assert(sizeof(void*) != 8 || sizeof(SimRawStats) == 752, "SimRawStats changed: update the codec");
+static_assert(sizeof(void*) != 8 || sizeof(SimRawStats) == 768, "SimRawStats changed: update the codec");
 
 namespace {
 
-// JSON has no NaN or infinity: they travel as null and come back as NaN.
+// NaN and infinity travel as null and come back as NaN (as JSON would carry them: one rule).
 nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 double Dbl(const nlohmann::json& j) { return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>(); }
 nlohmann::json Vec(const std::vector<double>& v) {
@@ -64,7 +64,9 @@ std::string EncodeRawStats(const SimRawStats& s) {
                       {"timeline_truncated", s.timeline_truncated},
                       {"exposed_comm_s", Num(s.exposed_comm_s)},
                       {"per_rank_samples", s.per_rank_samples},
-                      {"batches_per_epoch", s.batches_per_epoch}};
+                      {"batches_per_epoch", s.batches_per_epoch},
+                      {"simulated_nodes", s.simulated_nodes},
+                      {"rank_folding_wait_spread", Num(s.rank_folding_wait_spread)}};
   nlohmann::json& ranks = j["ranks"] = nlohmann::json::array();
   for (const RankStats& r : s.ranks) {
     ranks.push_back({r.node, Num(r.gpu_busy_s), Num(r.wait_s), Num(r.collective_s), Num(r.exposed_comm_s), r.samples});
@@ -78,13 +80,15 @@ std::string EncodeRawStats(const SimRawStats& s) {
   j["checkpoint"] = {c.saves, Num(c.stall_s), Num(c.write_s), Num(c.bytes_written)};
   nlohmann::json& links = j["link_load"] = nlohmann::json::array();
   for (const LinkClassLoad& l : s.link_load) links.push_back({Num(l.bytes), Num(l.capacity_bytes_per_s), l.links});
-  return j.dump();
+  std::string bytes;
+  nlohmann::json::to_msgpack(j, bytes);  // written into the string, no copy
+  return bytes;
 }
 
-Result<SimRawStats> DecodeRawStats(const std::string& text) {
+Result<SimRawStats> DecodeRawStats(const std::string& bytes) {
   SimRawStats s;
   try {
-    const nlohmann::json j = nlohmann::json::parse(text);
+    const nlohmann::json j = nlohmann::json::from_msgpack(bytes);
     s.makespan_s = Dbl(j.at("makespan_s"));
     s.samples_consumed = j.at("samples_consumed").get<int64_t>();
     s.micro_batches = j.at("micro_batches").get<int64_t>();
@@ -115,6 +119,8 @@ Result<SimRawStats> DecodeRawStats(const std::string& text) {
     s.exposed_comm_s = Dbl(j.at("exposed_comm_s"));
     s.per_rank_samples = j.at("per_rank_samples").get<int64_t>();
     s.batches_per_epoch = j.at("batches_per_epoch").get<int64_t>();
+    s.simulated_nodes = j.at("simulated_nodes").get<int32_t>();
+    s.rank_folding_wait_spread = Dbl(j.at("rank_folding_wait_spread"));
     // Cluster figures travel as positional arrays (1024 ranks x named keys would dominate the text).
     for (const auto& r : j.at("ranks")) {
       s.ranks.push_back(RankStats{r.at(0).get<int32_t>(), Dbl(r.at(1)), Dbl(r.at(2)), Dbl(r.at(3)), Dbl(r.at(4)),

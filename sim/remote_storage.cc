@@ -29,14 +29,11 @@ int ActiveStreamWorkers(int64_t shards, int ranks, int rank, int workers) {
 std::vector<int> StreamTaskWorkers(int64_t dataset_samples, int64_t shard_samples, int ranks, int rank, int workers,
                                    int64_t batches_per_epoch) {
   if (shard_samples <= 0 || dataset_samples <= 0 || workers <= 1 || batches_per_epoch <= 0) return {};
-  const int64_t shards = (dataset_samples + shard_samples - 1) / shard_samples;
-  const int64_t readers = static_cast<int64_t>(std::max(1, ranks)) * workers;
-  const int64_t first_reader = static_cast<int64_t>(rank) * workers;
   std::vector<int64_t> samples(static_cast<size_t>(workers), 0);
-  for (int64_t s = 0; s < shards; ++s) {
-    const int64_t reader = s % readers;
-    if (reader < first_reader || reader >= first_reader + workers) continue;
-    samples[static_cast<size_t>(reader - first_reader)] += std::min(shard_samples, dataset_samples - s * shard_samples);
+  for (int w = 0; w < workers; ++w) {
+    for (int64_t n : ReaderShardSizes(dataset_samples, shard_samples, ranks, rank, workers, w)) {
+      samples[static_cast<size_t>(w)] += n;
+    }
   }
   int64_t total = 0;
   for (int64_t n : samples) total += n;
@@ -67,6 +64,41 @@ std::vector<int> StreamTaskWorkers(int64_t dataset_samples, int64_t shard_sample
     }
   }
   return order;
+}
+
+namespace {
+
+// The shards a reader reads, in order: i = reader, reader + R, ... (ReaderShardSizes).
+std::vector<int64_t> ReaderShardIndices(int64_t dataset_samples, int64_t shard_samples, int ranks, int rank,
+                                        int workers, int worker) {
+  std::vector<int64_t> shards;
+  if (shard_samples <= 0 || dataset_samples <= 0) return shards;
+  const int64_t readers = static_cast<int64_t>(std::max(1, ranks)) * std::max(1, workers);
+  const int64_t count = (dataset_samples + shard_samples - 1) / shard_samples;
+  for (int64_t s = static_cast<int64_t>(rank) * std::max(1, workers) + worker; s < count; s += readers) {
+    shards.push_back(s);
+  }
+  return shards;
+}
+
+}  // namespace
+
+std::vector<int64_t> ReaderShardSizes(int64_t dataset_samples, int64_t shard_samples, int ranks, int rank, int workers,
+                                      int worker) {
+  std::vector<int64_t> sizes;
+  for (int64_t s : ReaderShardIndices(dataset_samples, shard_samples, ranks, rank, workers, worker)) {
+    sizes.push_back(std::min(shard_samples, dataset_samples - s * shard_samples));
+  }
+  return sizes;
+}
+
+std::vector<double> ReaderShardBytes(const std::vector<double>& shard_bytes, int64_t dataset_samples,
+                                     int64_t shard_samples, int ranks, int rank, int workers, int worker) {
+  std::vector<double> bytes;
+  for (int64_t s : ReaderShardIndices(dataset_samples, shard_samples, ranks, rank, workers, worker)) {
+    bytes.push_back(s < static_cast<int64_t>(shard_bytes.size()) ? shard_bytes[static_cast<size_t>(s)] : 0.0);
+  }
+  return bytes;
 }
 
 void AddStreamingWarnings(const scenarios::Scenario& s, int64_t dataset_samples, int ranks,

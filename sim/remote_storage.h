@@ -36,6 +36,15 @@ int ActiveStreamWorkers(int64_t shards, int ranks, int rank, int workers);
 std::vector<int> StreamTaskWorkers(int64_t dataset_samples, int64_t shard_samples, int ranks, int rank, int workers,
                                    int64_t batches_per_epoch);
 
+// The samples of each shard assigned to `worker` of `rank` (workers >= 1; the main process loading
+// inline is worker 0 of 1), in the order it reads them: shards i = reader, reader + R, ... with
+// R = ranks x workers. Empty when the reader gets none.
+std::vector<int64_t> ReaderShardSizes(int64_t dataset_samples, int64_t shard_samples, int ranks, int rank, int workers,
+                                      int worker);
+// The lengths in bytes of the same shards, from the tier's `shard_bytes` (0 where it gives none).
+std::vector<double> ReaderShardBytes(const std::vector<double>& shard_bytes, int64_t dataset_samples,
+                                     int64_t shard_samples, int ranks, int rank, int workers, int worker);
+
 // The finding: a warning when shards < ranks x workers (workers that get no data), and a note of the
 // per-request amortisation. Appends to `warnings`.
 void AddStreamingWarnings(const scenarios::Scenario& s, int64_t dataset_samples, int ranks,

@@ -28,7 +28,7 @@ struct SimInput {
 // One span on a timeline track (Chrome trace "X" event).
 struct TimelineEvent {
   int32_t rank = 0;
-  int32_t track = 0;  // kTrackMain, kTrackPin, kTrackGpu, kTrackWorker0 + w
+  int32_t track = 0;  // kTrackMain, kTrackPin, kTrackGpu, kTrackWorker0 + w, kTrackWorkerSend0 + w
   const char* name = "";
   double start_s = 0;
   double duration_s = 0;
@@ -39,6 +39,7 @@ inline constexpr int32_t kTrackPin = 1;
 inline constexpr int32_t kTrackGpu = 2;
 inline constexpr int32_t kTrackComm = 3;  // gradient buckets' collectives (the communication stream)
 inline constexpr int32_t kTrackWorker0 = 10;
+inline constexpr int32_t kTrackWorkerSend0 = 100000;  // + w: worker w's send thread (result queue feeder)
 
 // One rank's totals (multi-rank results; docs/result-format.md "cluster").
 struct RankStats {
@@ -110,6 +111,13 @@ struct SimRawStats {
   int64_t per_rank_samples = 0;  // DistributedSampler's samples per rank per epoch
   int64_t batches_per_epoch = 0;
   CheckpointStats checkpoint;
+  // Rank folding (sim/rank_folding.h): the nodes simulated in full; fewer than the cluster's when
+  // folded (then `ranks` and `nodes` hold only theirs and the sums above are scaled to the cluster).
+  int32_t simulated_nodes = 0;
+  // A folded attempt's wait spread: the sum over steps of the largest minus the smallest time a
+  // simulated rank spent before its collectives beyond its GPU step (data waits, start-up), over the
+  // run. 0 when no fold was attempted. Above kMaxFoldedWaitSpread the fold is refused or flagged.
+  double rank_folding_wait_spread = 0;
 };
 
 }  // namespace simreplay::sim

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 #include <xbt/config.hpp>
 
@@ -22,9 +23,12 @@
 #include "sim/checkpoint.h"
 #include "sim/collectives.h"
 #include "sim/dataloader.h"
+#include "sim/isolated_run.h"
 #include "sim/node_state.h"
 #include "sim/platform.h"
 #include "sim/rank_context.h"
+#include "sim/rank_folding.h"
+#include "sim/raw_stats_codec.h"
 #include "sim/run_config.h"
 #include "sim/sampler.h"
 
@@ -38,19 +42,22 @@ using scenarios::Sharding;
 
 class Simulation {
  public:
+  // `folding`: PlanRankFolding's decision for this run.
   Simulation(const SimInput& in, const SimOptions& options, const RunConfig& config,
-             const DistributedSampler& sampler)
+             const DistributedSampler& sampler, const RankFolding& folding)
       : in_(in),
         options_(options),
         config_(config),
         sampler_(sampler),
         topology_(config.cluster),
-        recorder_(&stats_, in.record_timeline, in.scenario.timeline_max_events) {}
+        recorder_(&stats_, in.record_timeline, in.scenario.timeline_max_events),
+        folding_(folding),
+        simulated_ranks_(folding_.simulated_nodes * config.gpus_per_node),
+        fold_rng_(Rng::DeriveSeed(in.scenario.seed, 0x666f6c64)) {}
 
   Result<SimRawStats> Run();
 
  private:
-  void StartBackgroundLoad(NodeState* node);
   void MainLoop(int rank);
   double CopyToGpuS(double bytes) const;
   double DrawStepTime(const RankContext& rank, Rng* rng) const;
@@ -65,6 +72,8 @@ class Simulation {
   void FinishBackward(const RankContext& rank, double backward_end_s, double compute_end_s);
   void CollectLinkCapacities();
   double ActorCount() const;
+  void AddPhantomRank();
+  void ScaleToCluster();
 
   const SimInput& in_;
   const SimOptions options_;
@@ -88,21 +97,21 @@ class Simulation {
   int mains_finished_ = 0;
   double tcp_gamma_ = 0;  // SimGrid's network/TCP-gamma: CM02 bounds a flow at gamma / (2 x latency)
   std::vector<double> first_batch_s_;
+  // Rank folding (sim/rank_folding.h): how many ranks are simulated in full; per simulated rank when
+  // its current optimizer step began and the GPU step it drew; the phantom rank's state.
+  RankFolding folding_;
+  int simulated_ranks_ = 0;
+  Rng fold_rng_;
+  std::vector<double> step_begin_s_, step_draw_s_;
+  // Per rank: the loop thread's extra host CPU still to run in its next step after forking workers
+  // (gpu.step_host_cpu_after_fork_s), set at an epoch start that forks them.
+  std::vector<double> after_fork_cpu_s_;
+  double together_max_overhead_s_ = 0;  // the step's largest time before the collectives beyond the GPU step
+  double together_min_overhead_s_ = 0;  // ... and the smallest
+  double overhead_spread_s_ = 0;        // sum over steps of largest - smallest (folded runs)
+  double together_release_s_ = 0;       // when the previous step's last bucket ended
+  double phantom_compute_end_s_ = 0;    // when the phantom rank's previous backward pass ended
 };
-
-// Other processes on the node (measured by calibration, or set in the scenario): B busy cores as
-// ceil(B) endless executions, each capped at its share of one core, competing for the cores like any
-// other process. Their work is not counted in cpu_utilization.
-void Simulation::StartBackgroundLoad(NodeState* node) {
-  const double busy = in_.background_threads;
-  sg4::Host* host = node->cpu();
-  for (int i = 0; i < static_cast<int>(std::ceil(busy)); ++i) {
-    const double share = std::min(1.0, busy - i);
-    sg4::Actor::create("n" + std::to_string(node->index()) + "background" + std::to_string(i), host, [host, share] {
-      sg4::this_actor::exec_init(1e30)->set_bound(share * host->get_speed())->start()->wait();
-    })->daemonize();
-  }
-}
 
 double Simulation::DrawStepTime(const RankContext& rank, Rng* rng) const {
   const auto& gpu = in_.model.gpu;
@@ -177,16 +186,27 @@ void Simulation::CommunicateTogether(const RankContext& rank, double forward_end
     ready_bytes += buckets[k];
     ready_s[k] = forward_end_s + (total_bytes > 0 ? backward_s * ready_bytes / total_bytes : backward_s);
   }
+  const size_t r = static_cast<size_t>(rank.rank);
+  // What this rank spent in the step besides its GPU compute before the collectives: data wait, copy,
+  // wake-up, host CPU (the phantom rank's, when folded, is the largest of these).
+  const double overhead_s = entry_s - step_begin_s_[r] - (step_draw_s_[r] - backward_s);
   if (together_arrived_ == 0) {
     together_latest_entry_s_ = entry_s;
     together_latest_ready_s_ = ready_s;
+    together_max_overhead_s_ = together_min_overhead_s_ = overhead_s;
   }
+  together_min_overhead_s_ = std::min(together_min_overhead_s_, overhead_s);
+  together_max_overhead_s_ = std::max(together_max_overhead_s_, overhead_s);
   together_latest_entry_s_ = std::max(together_latest_entry_s_, entry_s);
   for (size_t k = 0; k < buckets.size(); ++k) {
     together_latest_ready_s_[k] = std::max(together_latest_ready_s_[k], ready_s[k]);
   }
-  if (++together_arrived_ == config_.ranks) {
+  if (++together_arrived_ == simulated_ranks_) {
     together_arrived_ = 0;
+    if (folding_.folded()) {
+      overhead_spread_s_ += together_max_overhead_s_ - together_min_overhead_s_;
+      AddPhantomRank();
+    }
     together_end_s_.assign(buckets.size(), 0.0);
     double previous_end_s = together_latest_entry_s_;
     for (size_t k = 0; k < buckets.size(); ++k) {
@@ -196,6 +216,7 @@ void Simulation::CommunicateTogether(const RankContext& rank, double forward_end
       collectives_->RunForAll(CollectiveOp::kAllReduce, buckets[k]);
       previous_end_s = together_end_s_[k] = sg4::Engine::get_clock();
     }
+    together_release_s_ = previous_end_s;
   }
   together_barrier_->wait();
   auto& rs = stats_.ranks[static_cast<size_t>(rank.rank)];
@@ -210,6 +231,28 @@ void Simulation::CommunicateTogether(const RankContext& rank, double forward_end
     previous_end_s = together_end_s_[k];
   }
   FinishBackward(rank, forward_end_s + backward_s, forward_end_s + backward_s);
+}
+
+// The other ranks of a folded cluster, as the slowest of them (sim/rank_folding.h): it began its step
+// when the previous step's collectives released it (or its backward pass ended, if later), spent the
+// largest non-compute time a simulated rank spent in this step, and drew the largest of the other
+// ranks' GPU steps. Its bucket ready instants join the simulated ranks' before the collectives run.
+void Simulation::AddPhantomRank() {
+  const int64_t others = static_cast<int64_t>(config_.ranks) - simulated_ranks_;
+  const double step_s =
+      MaxOfStepDraws(in_.step_time_s, in_.model.gpu.step_cv, config_.step_distribution, others, fold_rng_.Unit());
+  const double backward_s = step_s * config_.overlap;
+  const double begin_s = std::max(together_release_s_, phantom_compute_end_s_);
+  const double entry_s = begin_s + together_max_overhead_s_ + (step_s - backward_s);
+  const double total_bytes = std::max(config_.gradient_bytes, 0.0);
+  double ready_bytes = 0;
+  for (size_t k = 0; k < config_.bucket_bytes.size(); ++k) {
+    ready_bytes += config_.bucket_bytes[k];
+    const double ready_s = entry_s + (total_bytes > 0 ? backward_s * ready_bytes / total_bytes : backward_s);
+    together_latest_ready_s_[k] = std::max(together_latest_ready_s_[k], ready_s);
+  }
+  together_latest_entry_s_ = std::max(together_latest_entry_s_, entry_s);
+  phantom_compute_end_s_ = entry_s + backward_s;
 }
 
 // FSDP (FULL_SHARD, backward_prefetch BACKWARD_PRE): each bucket is one unit, in backward order. A
@@ -263,10 +306,15 @@ void Simulation::FinishBackward(const RankContext& rank, double backward_end_s, 
 // the accelerator's part and before the gradient collectives: the order of the emulated step the
 // capture bench runs (a sleep, then the real forward/backward/optimizer on the CPU). It is busy time,
 // as the measured step counts it.
+// The first step after the loop forks DataLoader workers also pays the copy-on-write faults of the
+// pages it writes (gpu.step_host_cpu_after_fork_s).
 void Simulation::StepHostCpu(const RankContext& rank) {
-  if (in_.model.gpu.step_host_cpu_s <= 0) return;
+  double& after_fork_s = after_fork_cpu_s_[static_cast<size_t>(rank.rank)];
+  const double cpu_s = in_.model.gpu.step_host_cpu_s + after_fork_s;
+  after_fork_s = 0;
+  if (cpu_s <= 0) return;
   const double t0 = sg4::Engine::get_clock();
-  nodes_[static_cast<size_t>(rank.node)]->Execute(in_.model.gpu.step_host_cpu_s);
+  nodes_[static_cast<size_t>(rank.node)]->Execute(cpu_s);
   const double spent_s = sg4::Engine::get_clock() - t0;
   stats_.gpu_busy_s += spent_s;
   stats_.ranks[static_cast<size_t>(rank.rank)].gpu_busy_s += spent_s;
@@ -299,6 +347,7 @@ void Simulation::Step(const RankContext& rank, Rng* rng, bool sync, double h2d_s
     return;
   }
   const double step_s = DrawStepTime(rank, rng);
+  step_draw_s_[static_cast<size_t>(rank.rank)] = step_s;
   auto& rs = stats_.ranks[static_cast<size_t>(rank.rank)];
   const bool communicate = sync && config_.ranks > 1;
   double pending_s = h2d_s;  // copy time not slept yet
@@ -350,7 +399,10 @@ void Simulation::MainLoop(int r) {
   double last_step_end_s = 0;
   bool done = false;
   for (int64_t epoch = 0; !done; ++epoch) {
-    loader.StartEpoch(epoch);
+    const bool forked = loader.StartEpoch(epoch);
+    // A later epoch's fork; the first epoch's is part of the run's warm-up, which calibration leaves
+    // out of the steady step (FindStepWarmup).
+    if (forked && epoch > 0) after_fork_cpu_s_[static_cast<size_t>(r)] = in_.model.gpu.step_host_cpu_after_fork_s;
     for (int64_t b = 0; b < batches_per_epoch && !done; ++b) {
       const double t0 = sg4::Engine::get_clock();
       FinishedBatch batch = loader.Next(b);
@@ -374,7 +426,7 @@ void Simulation::MainLoop(int r) {
       ++stats_.micro_batches;
       if (sync) {
         stats_.step_s.push_back(sg4::Engine::get_clock() - last_step_end_s);
-        last_step_end_s = sg4::Engine::get_clock();
+        last_step_end_s = step_begin_s_[static_cast<size_t>(r)] = sg4::Engine::get_clock();
         micro_in_step = 0;
         ++optimizer_steps;
         if (target_steps > 0 && optimizer_steps >= target_steps) done = true;
@@ -403,8 +455,9 @@ void Simulation::CollectLinkCapacities() {
   }
 }
 
-// The most actors alive at once: per rank its training loop, its workers and pin-memory thread, and
-// the per-message tree's two actors per tree; per node its background load.
+// The most actors alive at once (of the simulated nodes, when folded): per rank its training loop, its
+// workers and pin-memory thread, and the per-message tree's two actors per tree; per node the daemon
+// of its cores (sim/core_scheduler.h).
 double Simulation::ActorCount() const {
   const auto& loader = in_.scenario.loader;
   double per_rank = 1 + loader.num_workers + (loader.pin_memory ? 1 : 0);
@@ -412,7 +465,7 @@ double Simulation::ActorCount() const {
       config_.collective_fidelity == scenarios::CollectiveFidelity::kPerMessage) {
     per_rank += 4;
   }
-  return per_rank * config_.ranks + std::ceil(in_.background_threads) * config_.nodes;
+  return per_rank * simulated_ranks_ + folding_.simulated_nodes;
 }
 
 Result<SimRawStats> Simulation::Run() {
@@ -429,8 +482,13 @@ Result<SimRawStats> Simulation::Run() {
   platform_ = BuildPlatform(topology_, in_.model, config_);
   tcp_gamma_ = simgrid::config::get_value<double>("network/TCP-gamma");
   CollectLinkCapacities();
-  stats_.ranks.assign(static_cast<size_t>(config_.ranks), RankStats{});
-  stats_.nodes.assign(static_cast<size_t>(config_.nodes), NodeStats{});
+  // A folded cluster keeps the per-rank and per-node figures of the nodes it simulates.
+  stats_.ranks.assign(static_cast<size_t>(simulated_ranks_), RankStats{});
+  stats_.nodes.assign(static_cast<size_t>(folding_.simulated_nodes), NodeStats{});
+  stats_.simulated_nodes = folding_.simulated_nodes;
+  step_begin_s_.assign(static_cast<size_t>(simulated_ranks_), 0.0);
+  step_draw_s_.assign(static_cast<size_t>(simulated_ranks_), 0.0);
+  after_fork_cpu_s_.assign(static_cast<size_t>(simulated_ranks_), 0.0);
   stats_.per_rank_samples = sampler_.per_rank_samples();
   stats_.batches_per_epoch = sampler_.batches_per_epoch();
   for (int n = 0; n < config_.nodes; ++n) {
@@ -442,13 +500,13 @@ Result<SimRawStats> Simulation::Run() {
           CountLinkClasses(topology_, topology_.Route(topology_.StorageVertex(), topology_.CpuVertex(n))));
     }
   }
-  for (int r = 0; r < config_.ranks; ++r) {
+  for (int r = 0; r < simulated_ranks_; ++r) {
     const int node = r / config_.gpus_per_node;
     ranks_.push_back(RankContext{r, node, r % config_.gpus_per_node, platform_.GpuOfRank(r, config_.gpus_per_node),
                                  config_.rank_step_scale[static_cast<size_t>(r)]});
-    stats_.ranks.back().node = node;
+    stats_.ranks[static_cast<size_t>(r)].node = node;
   }
-  for (int r = 0; r < config_.ranks; ++r) {
+  for (int r = 0; r < simulated_ranks_; ++r) {
     const RankContext& rank = ranks_[static_cast<size_t>(r)];
     loaders_.push_back(
         std::make_unique<DataLoader>(rank, nodes_[static_cast<size_t>(rank.node)].get(), sampler_, in_, config_));
@@ -458,7 +516,7 @@ Result<SimRawStats> Simulation::Run() {
     for (auto& node : nodes_) nodes.push_back(node.get());
     collectives_ = MakeCollectives(config_, topology_, platform_, in_.model, nodes, &stats_.link_load,
                                    !options_.full_reference);
-    together_barrier_ = sg4::Barrier::create(static_cast<unsigned>(config_.ranks));
+    together_barrier_ = sg4::Barrier::create(static_cast<unsigned>(simulated_ranks_));
   }
   if (config_.checkpoint.enabled()) {
     // Saves to the shared store cross the node's NIC and the storage link: their bytes count in the
@@ -470,32 +528,74 @@ Result<SimRawStats> Simulation::Run() {
             CountLinkClasses(topology_, topology_.Route(topology_.CpuVertex(n), topology_.StorageVertex())));
       }
     }
-    checkpoint_ = std::make_unique<CheckpointSaver>(config_, platform_, std::move(storage_routes), &stats_.link_load);
+    checkpoint_ = std::make_unique<CheckpointSaver>(config_, platform_, std::move(storage_routes), &stats_.link_load,
+                                                    simulated_ranks_);
   }
-  first_batch_s_.assign(static_cast<size_t>(config_.ranks), -1.0);
-  // Shared cores carry the host's other processes once.
-  for (auto& node : nodes_) {
-    if (!config_.nodes_share_cores || node->index() == 0) StartBackgroundLoad(node.get());
-  }
-  for (int r = 0; r < config_.ranks; ++r) {
+  first_batch_s_.assign(static_cast<size_t>(simulated_ranks_), -1.0);
+  for (int r = 0; r < simulated_ranks_; ++r) {
     sg4::Actor::create("rank" + std::to_string(r) + "-main",
                        nodes_[static_cast<size_t>(ranks_[static_cast<size_t>(r)].node)]->cpu(),
                        [this, r] { MainLoop(r); });
   }
   engine.run();
-  if (mains_finished_ != config_.ranks)
+  if (mains_finished_ != simulated_ranks_)
     return Status::Internal("simulation deadlocked: a training loop never finished");
   if (checkpoint_) checkpoint_->Collect(&stats_.checkpoint);
   stats_.time_to_first_batch_s = *std::max_element(first_batch_s_.begin(), first_batch_s_.end());
   stats_.worker_count = static_cast<double>(in_.scenario.loader.num_workers) * config_.ranks;
-  for (int n = 0; n < config_.nodes; ++n) {
+  for (int n = 0; n < folding_.simulated_nodes; ++n) {
+    nodes_[static_cast<size_t>(n)]->Finish(sg4::Engine::get_clock());
     stats_.nodes[static_cast<size_t>(n)] = nodes_[static_cast<size_t>(n)]->stats();
     stats_.storage_busy_s = std::max(stats_.storage_busy_s, stats_.nodes[static_cast<size_t>(n)].storage_busy_s);
+  }
+  if (folding_.folded()) {
+    ScaleToCluster();
+    stats_.rank_folding_wait_spread = overhead_spread_s_ / std::max(stats_.makespan_s, 1e-12);
   }
   return std::move(stats_);
 }
 
+// A folded run's sums over ranks and nodes, from the simulated ones to the whole cluster (every node
+// is the same system, so each stands for nodes / simulated nodes of them). Lists of per-step values
+// (waits, step intervals) stay samples of the simulated ranks: their distributions are the cluster's.
+void Simulation::ScaleToCluster() {
+  const int64_t all = config_.ranks, simulated = simulated_ranks_;
+  const double f = static_cast<double>(all) / static_cast<double>(simulated);
+  stats_.samples_consumed = stats_.samples_consumed * all / simulated;
+  stats_.micro_batches = stats_.micro_batches * all / simulated;
+  stats_.worker_starts = stats_.worker_starts * all / simulated;
+  stats_.storage_read_bytes = stats_.storage_read_bytes * all / simulated;
+  for (double* sum : {&stats_.gpu_busy_s, &stats_.h2d_s, &stats_.collective_s, &stats_.exposed_comm_s,
+                      &stats_.cpu_busy_core_s, &stats_.worker_busy_s, &stats_.main_busy_s, &stats_.pin_busy_s}) {
+    *sum *= f;
+  }
+  // Node-local checkpoint writes: every node's writers wrote what the simulated nodes' did (rank 0
+  // alone writes once, and it is simulated).
+  if (config_.checkpoint.enabled() && config_.checkpoint.writers != scenarios::CheckpointWriters::kRank0) {
+    stats_.checkpoint.bytes_written *= f;
+  }
+}
+
+RankFolding PlanFolding(const SimInput& input, const RunConfig& config, const SimOptions& options) {
+  return PlanRankFolding(input, config, !options.full_reference && input.scenario.rank_folding);
+}
+
+Status CheckFits(const SimInput& input, const RunConfig& config, const RankFolding& folding) {
+  const double bytes = scenarios::EstimatedSimulationBytes(input.scenario, folding.simulated_nodes);
+  if (folding.folded() || bytes <= scenarios::kMaxSimulationBytes) return Status::Ok();
+  return Status::InvalidArgument(fmt::format(
+      "{}{} nodes x {} GPUs with {} workers per rank need an estimated {:.0f} GB to simulate every rank, more "
+      "than the {:.0f} GB limit, and rank folding does not apply: {} (fewer nodes, workers or steps)",
+      input.scenario.path.empty() ? "" : input.scenario.path + ": cluster: ", config.nodes, config.gpus_per_node,
+      input.scenario.loader.num_workers, bytes / 1e9, scenarios::kMaxSimulationBytes / 1e9, folding.off_reason));
+}
+
 }  // namespace
+
+Status CheckSimulationFits(const SimInput& input, const SimOptions& options) {
+  const RunConfig config = RunConfig::Resolve(input);
+  return CheckFits(input, config, PlanFolding(input, config, options));
+}
 
 Result<SimRawStats> RunSimulation(const SimInput& input, const SimOptions& options) {
   if (input.costs == nullptr || input.costs->samples.empty()) {
@@ -510,8 +610,28 @@ Result<SimRawStats> RunSimulation(const SimInput& input, const SimOptions& optio
                                    " samples per rank with batch_size " + std::to_string(loader.batch_size) +
                                    " and drop_last");
   }
-  Simulation simulation(input, options, config, sampler);
-  return simulation.Run();
+  const RankFolding folding = PlanFolding(input, config, options);
+  SIMREPLAY_RETURN_IF_ERROR(CheckFits(input, config, folding));
+  if (!folding.folded()) return Simulation(input, options, config, sampler, folding).Run();
+  // Folded, in a child of its own (SimGrid runs once per process), so that a fold whose ranks' waits
+  // differ too much can be refused and the cluster simulated in full here (sim/rank_folding.h).
+  auto attempt = RunIsolated({[&]() -> Result<std::string> {
+                               auto stats = Simulation(input, options, config, sampler, folding).Run();
+                               if (!stats.ok()) return stats.status();
+                               return EncodeRawStats(*stats);
+                             }},
+                             1);
+  if (!attempt[0].ok()) return attempt[0].status();
+  auto folded = DecodeRawStats(*attempt[0]);
+  if (!folded.ok() || folded->rank_folding_wait_spread <= kMaxFoldedWaitSpread ||
+      scenarios::EstimatedSimulationBytes(input.scenario) > kMaxUnfoldedFallbackBytes) {
+    return folded;
+  }
+  RankFolding full = folding;
+  full.simulated_nodes = full.nodes;
+  auto stats = Simulation(input, options, config, sampler, full).Run();
+  if (stats.ok()) stats->rank_folding_wait_spread = folded->rank_folding_wait_spread;
+  return stats;
 }
 
 }  // namespace simreplay::sim

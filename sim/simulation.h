@@ -18,4 +18,10 @@ struct SimOptions {
 
 Result<SimRawStats> RunSimulation(const SimInput& input, const SimOptions& options = {});
 
+// Whether `input` fits in memory as it will be simulated. The scenario loader checks a cluster's folded
+// estimate (scenarios::SimulatedNodesAtLeast); one that cannot fold here (sim/rank_folding.h) and would
+// need more than scenarios::kMaxSimulationBytes with every rank simulated is refused in one line that
+// says why. RunSimulation checks it first; callers may check before starting anything.
+Status CheckSimulationFits(const SimInput& input, const SimOptions& options = {});
+
 }  // namespace simreplay::sim

@@ -1,5 +1,8 @@
 #include "sim/timeline_writer.h"
 
+#include <set>
+#include <utility>
+
 #include <fmt/format.h>
 
 namespace simreplay::sim {
@@ -35,6 +38,14 @@ std::string TimelineToJson(const SimRawStats& stats, int ranks, int gpus_per_nod
     AppendThreadName(&out, r, kTrackGpu, "GPU step (" + accelerator_label + ")");
     if (ranks != gpus_per_node) AppendThreadName(&out, r, kTrackComm, "collectives (gradient buckets)");
     for (int w = 0; w < workers; ++w) AppendThreadName(&out, r, kTrackWorker0 + w, fmt::format("worker {}", w));
+  }
+  // Send threads have tracks only where the model has them: named from the spans themselves.
+  std::set<std::pair<int32_t, int32_t>> send_tracks;
+  for (const auto& e : stats.timeline) {
+    if (e.track >= kTrackWorkerSend0) send_tracks.insert({e.rank, e.track});
+  }
+  for (const auto& [rank, track] : send_tracks) {
+    AppendThreadName(&out, rank, track, fmt::format("worker {} send (result queue feeder)", track - kTrackWorkerSend0));
   }
   for (const auto& e : stats.timeline) {
     out += fmt::format(R"({{"name":"{}","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f}}},)", e.name, e.rank,

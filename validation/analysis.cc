@@ -186,9 +186,13 @@ nlohmann::json MethodJson(const AnalysisInput& in) {
 // Load around the runs and failed runs: the noise the numbers were measured under.
 nlohmann::json NoiseJson(const AnalysisInput& in) {
   double load_min = 1e300, load_max = -1, steal_max = -1, mhz_min = 1e300, mhz_max = -1;
-  int failed_runs = 0, measured_runs = 0, repeated_runs = 0, unscored_runs = 0;
+  int failed_runs = 0, measured_runs = 0, repeated_runs = 0, unscored_runs = 0, unscored_host = 0;
+  std::vector<double> host_shares;
+  const std::vector<double> page_touch_us = ScreenedFaultCostsUs(in.runs);
   for (const auto& run : in.runs) {
     steal_max = std::max(steal_max, run.steal_fraction);
+    if (run.HostDeliveredShare() >= 0) host_shares.push_back(run.HostDeliveredShare());
+    if (run.over_noise_bound && run.noise_reason == "host_capacity") ++unscored_host;
     if (run.attempts > 1) ++repeated_runs;
     if (run.over_noise_bound) ++unscored_runs;
     for (double mhz : {run.cpu_mhz_before, run.cpu_mhz_after}) {
@@ -217,6 +221,15 @@ nlohmann::json NoiseJson(const AnalysisInput& in) {
       {"cpu_mhz_max", mhz_max < 0 ? -1 : R(mhz_max)},
       {"runs_repeated_for_noise", repeated_runs},
       {"runs_not_scored_for_noise", unscored_runs},
+      {"runs_not_scored_for_host_capacity", unscored_host},
+      {"host_delivered_share_min",
+       host_shares.empty() ? -1 : R(*std::min_element(host_shares.begin(), host_shares.end()))},
+      {"host_delivered_share_median", host_shares.empty() ? -1 : R(Median(host_shares))},
+      {"host_delivered_share_bound", kMinDeliveredShare},
+      // Recorded, not bounded (validation/host_capacity.h): what faulting in a fresh page costs.
+      {"fresh_page_touch_us_median", page_touch_us.empty() ? -1 : R(Median(page_touch_us))},
+      {"fresh_page_touch_us_max",
+       page_touch_us.empty() ? -1 : R(*std::max_element(page_touch_us.begin(), page_touch_us.end()))},
       {"note", HostStatement(in) + ": other processes' load moves wall-clock throughput from run to run; each case's "
                                    "coefficient of variation (cv) is given with its results"}};
 }
@@ -282,17 +295,19 @@ CaseResults ResultsJson(const AnalysisInput& in) {
       if (it->second.host_mem_used_peak_bytes > 0) host_peaks.push_back(it->second.host_mem_used_peak_bytes);
       if (it->second.cpu_s_per_sample > 0) cpu_per_sample.push_back(it->second.cpu_s_per_sample);
     }
-    std::vector<double> sample_cpu, sample_wall, host_busy;
+    std::vector<double> sample_cpu, sample_wall, sample_faults, host_busy;
     for (const auto& run : in.runs) {
       if (run.plan.discarded || run.plan.case_name != c.name || run.plan.kind != "train") continue;
       auto it = in.facts.find(run.plan.id);
       if (it == in.facts.end()) continue;
       if (it->second.sample_cpu_s >= 0) sample_cpu.push_back(it->second.sample_cpu_s);
       if (it->second.sample_wall_s >= 0) sample_wall.push_back(it->second.sample_wall_s);
+      if (it->second.sample_minflt >= 0) sample_faults.push_back(it->second.sample_minflt);
       if (it->second.host_cpu_busy_fraction >= 0) host_busy.push_back(it->second.host_cpu_busy_fraction);
     }
     if (!sample_cpu.empty()) r["sample_cpu_s_median"] = R(Median(sample_cpu));
     if (!sample_wall.empty()) r["sample_wall_s_median"] = R(Median(sample_wall));
+    if (!sample_faults.empty()) r["sample_page_faults_median"] = R(Median(sample_faults));
     if (!host_busy.empty()) r["host_cpu_busy_fraction_median"] = R(Median(host_busy));
     if (!host_peaks.empty()) r["host_mem_used_peak_bytes_median"] = R(Median(host_peaks));
     if (!cpu_per_sample.empty()) r["loader_cpu_s_per_sample_median"] = R(Median(cpu_per_sample));
@@ -422,6 +437,48 @@ nlohmann::json CorrectnessJson(const AnalysisInput& in) {
   return {{"pass", correctness_pass}, {"checks", correctness}};
 }
 
+// What ran the training steps, from the measured train runs' trace manifests: "cuda" when every one
+// ran on a GPU (validation/gpu/workers.json on an H200), "emulated" when every one slept (the bench's
+// --emulate, or no GPU), "mixed" otherwise. Until 2026-12-04 every report said "emulated" whatever ran.
+struct Accelerator {
+  std::string label, note;
+};
+Accelerator AcceleratorOf(const AnalysisInput& in) {
+  int cuda = 0, emulated = 0;
+  std::string device;
+  for (const auto& run : in.runs) {
+    if (run.plan.discarded || run.plan.kind != "train") continue;
+    auto it = in.facts.find(run.plan.id);
+    if (it == in.facts.end()) continue;
+    const auto& mf = it->second.manifest;
+    if (mf.value("accelerator", "") == "cuda") {
+      ++cuda;
+      const nlohmann::json* hw = mf.contains("hardware") && mf["hardware"].is_object() ? &mf["hardware"] : nullptr;
+      const nlohmann::json* gpus = hw != nullptr && hw->contains("gpus") ? &(*hw)["gpus"] : nullptr;
+      if (device.empty() && gpus != nullptr && gpus->is_array() && !gpus->empty() && (*gpus)[0].is_object() &&
+          (*gpus)[0].contains("name") && (*gpus)[0]["name"].is_string()) {
+        device = (*gpus)[0]["name"].get<std::string>();
+      }
+    } else {
+      ++emulated;
+    }
+  }
+  const double step_s = in.spec->run.step_time_s;
+  if (cuda > 0 && emulated == 0) {
+    return {"cuda", fmt::format("every measured training step ran on a CUDA GPU{} (CUDA events), and every prediction "
+                                "simulates the step time calibrated from those events",
+                                device.empty() ? "" : " (" + device + ")")};
+  }
+  if (cuda > 0) {
+    return {"mixed", fmt::format("{} measured runs stepped on a CUDA GPU and {} with an emulated sleep of {} s: their "
+                                 "predictions are not comparable with each other",
+                                 cuda, emulated, step_s)};
+  }
+  return {"emulated", fmt::format("no GPU: every training step in the real runs was an emulated sleep of {} s per "
+                                  "micro-batch (bench --emulate), and every prediction simulates that emulated step",
+                                  step_s)};
+}
+
 // Observed bottlenecks (rules on measured numbers) and hypotheses (the simulator's verdicts), apart.
 void BottlenecksJson(const AnalysisInput& in, const nlohmann::json& results, nlohmann::json* observed_out,
                      nlohmann::json* hypotheses_out) {
@@ -448,7 +505,7 @@ void BottlenecksJson(const AnalysisInput& in, const nlohmann::json& results, nlo
           r.contains("host_cpu_busy_fraction_median") ? r["host_cpu_busy_fraction_median"].get<double>() : -1;
       std::string verdict;
       if (idle < 0.10) {
-        verdict = "accelerator-bound: the (emulated) step is busy >= 90% of the time";
+        verdict = "accelerator-bound: the step is busy >= 90% of the time";
       } else if (cores > 0 && cores_busy >= 0.85 * cores) {
         verdict = fmt::format("CPU-bound loading: loader processes used {:.2f} of {} cores while the GPU idled {:.0f}%",
                               cores_busy, cores, 100 * idle);
@@ -781,11 +838,9 @@ nlohmann::json Analyze(const AnalysisInput& in) {
   doc["name"] = spec.name;
   doc["description"] = spec.description;
   doc["mode"] = spec.mode;
-  doc["accelerator"] = "emulated";
-  doc["accelerator_note"] = fmt::format(
-      "no GPU: every training step in the real runs was an emulated sleep of {} s per micro-batch (bench --emulate), "
-      "and every prediction simulates that emulated step",
-      spec.run.step_time_s);
+  const Accelerator accelerator = AcceleratorOf(in);
+  doc["accelerator"] = accelerator.label;
+  doc["accelerator_note"] = accelerator.note;
   doc["spec"] = spec.raw;
   doc["matrix"] = MatrixJson(in);
   doc["base"] = BenchConfigToJson(spec.base);

@@ -70,14 +70,18 @@ Result<TraceFacts> ReadTraceFacts(const std::string& trace_path) {
     facts.host_cpu_busy_fraction = static_cast<double>(host_last_busy - host_first_busy) /
                                    (static_cast<double>(host_last_t - host_first_t) * cores);
   }
-  double cpu_sum = 0, wall_sum = 0;
-  int64_t cpu_n = 0, wall_n = 0;
+  double cpu_sum = 0, wall_sum = 0, minflt_sum = 0;
+  int64_t cpu_n = 0, wall_n = 0, minflt_n = 0;
   for (const auto& s : samples) {
     if (!delivered.count({s.epoch, s.batch})) continue;
     if (s.epoch < 0) continue;
     if (s.cpu_ns >= 0) {
       cpu_sum += static_cast<double>(s.cpu_ns) * 1e-9;
       ++cpu_n;
+    }
+    if (s.minflt >= 0) {
+      minflt_sum += static_cast<double>(s.minflt);
+      ++minflt_n;
     }
     wall_sum += static_cast<double>(s.read_ns + s.decode_ns + s.augment_ns) * 1e-9;
     ++wall_n;
@@ -92,6 +96,7 @@ Result<TraceFacts> ReadTraceFacts(const std::string& trace_path) {
   }
   if (cpu_n > 0) facts.sample_cpu_s = cpu_sum / static_cast<double>(cpu_n);
   if (wall_n > 0) facts.sample_wall_s = wall_sum / static_cast<double>(wall_n);
+  if (minflt_n > 0) facts.sample_minflt = minflt_sum / static_cast<double>(minflt_n);
   return facts;
 }
 

@@ -41,6 +41,9 @@ struct TraceFacts {
   double sample_cpu_s = -1;
   // Mean wall time of one delivered sample's __getitem__ (contention included). -1 when not recorded.
   double sample_wall_s = -1;
+  // Mean minor page faults of one delivered sample's __getitem__ (sample minflt): the allocator churn
+  // of the run (docs/modelling.md, "Page-fault churn"). -1 when not recorded.
+  double sample_minflt = -1;
   // Busy fraction of all host cores over the trace (host records: cpu_busy_ns; other tenants included).
   // -1 when fewer than two host records.
   double host_cpu_busy_fraction = -1;

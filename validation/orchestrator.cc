@@ -1,8 +1,10 @@
 #include "validation/orchestrator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -12,6 +14,7 @@
 #include "validation/predictor.h"
 #include "validation/report_writer.h"
 #include "validation/run_manifests.h"
+#include "validation/statistics.h"
 
 namespace simreplay::validation {
 
@@ -37,6 +40,30 @@ int64_t DatasetSamples(const std::string& dataset_dir) {
   auto json = ReadJsonFile(dataset_dir + "/dataset.json");
   if (!json.ok() || !json->contains("samples") || !(*json)["samples"].is_array()) return 0;
   return static_cast<int64_t>((*json)["samples"].size());
+}
+
+bool HostBelowBound(const HostCapacity& h) { return h.cores > 0 && h.delivered_share() < kMinDeliveredShare; }
+// A window between two screens (MeanDeliveredShare) under the bound; an unscreened one (-1) never is.
+bool WindowBelowBound(double share) { return share >= 0 && share < kMinDeliveredShare; }
+
+// Screens the host, and while it delivers under the bound and `wait_budget_s` lasts, waits and
+// screens again: a run started now would only be repeated.
+HostCapacity ScreenHost(const HostScreenPolicy& policy, double* wait_budget_s) {
+  HostCapacity h = policy.screen();
+  while (HostBelowBound(h) && *wait_budget_s > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(policy.wait_step_s));
+    *wait_budget_s -= policy.wait_step_s;
+    h = policy.screen();
+  }
+  return h;
+}
+
+// Why a finished run is not to be scored as it stands: "steal", "host_capacity" or "" (scorable).
+std::string NoiseReason(const RunRecord& rec) {
+  if (rec.exit_code != 0 || rec.plan.discarded) return "";  // a warm-up run is not scored anyway
+  if (rec.steal_fraction > kStealBound) return "steal";
+  if (WindowBelowBound(rec.HostDeliveredShare())) return "host_capacity";
+  return "";
 }
 
 std::string RunOutcome(const RunRecord& rec, const std::string& out_dir) {
@@ -83,9 +110,8 @@ std::map<std::string, std::string> CalibrateCases(const ValidateOptions& options
     }
     auto outcome = RunChild(args, "", out_dir + "/models/" + cal + ".calibrate.log", 600);
     if (!outcome.ok() || outcome->exit_code != 0) {
-      warnings->push_back(
-          fmt::format("calibration from case {} failed ({}); see models/{}.calibrate.log", cal,
-                      outcome.ok() ? fmt::format("exit {}", outcome->exit_code) : outcome.status().message(), cal));
+      warnings->push_back(fmt::format("calibration from case {} failed ({}); see models/{}.calibrate.log", cal,
+                                      ChildFailure(outcome), cal));
       continue;
     }
     model_of_case[cal] = model_rel;
@@ -121,9 +147,8 @@ Result<std::string> ProbeDataset(const ValidateOptions& options) {
   for (const std::string& a : dataset_args) args.push_back(a == "{data}" ? options.env.dataset_dir : a);
   auto outcome = RunChild(args, options.env.capture_path, options.out_dir + "/probe-data.log", 600);
   if (!outcome.ok() || outcome->exit_code != 0 || !fs::exists(dir + "/dataset.json")) {
-    return Status::Internal(fmt::format("building the probe's dataset failed ({}); see probe-data.log",
-                                        outcome.ok() ? fmt::format("exit {}", outcome->exit_code)
-                                                     : outcome.status().message()));
+    return Status::Internal(
+        fmt::format("building the probe's dataset failed ({}); see probe-data.log", ChildFailure(outcome)));
   }
   return dir;
 }
@@ -176,12 +201,28 @@ std::string CpuProbeFor(const ValidateOptions& options, std::vector<std::string>
                                    std::to_string(spec.cpu_probe.max_workers),
                                    "--out",
                                    path};
-  auto outcome =
-      RunChild(args, options.env.capture_path, options.out_dir + "/probe-cpu.log", spec.cpu_probe.max_total_s + 120);
+  // Screened like a run: a probe taken while the host delivered under the bound is repeated once, and
+  // a warning says so when the repeat is under it too (the curve is then used, flagged).
+  double wait_budget_s = options.host_screen.wait_budget_s / 5;
+  Result<ChildOutcome> outcome = Status::Internal("not run");
+  double share = -1;
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    const HostCapacity before = ScreenHost(options.host_screen, &wait_budget_s);
+    outcome =
+        RunChild(args, options.env.capture_path, options.out_dir + "/probe-cpu.log", spec.cpu_probe.max_total_s + 120);
+    const HostCapacity after = options.host_screen.screen();
+    share = MeanDeliveredShare(before, after);
+    if (!outcome.ok() || outcome->exit_code != 0 || !WindowBelowBound(share)) break;
+  }
+  if (WindowBelowBound(share)) {
+    warnings->push_back(fmt::format("calibration.cpu_probe: the host delivered {:.0f}% of its cores around the probe "
+                                    "and its repeat (bound {:.0f}%): its curve was measured on a degraded host",
+                                    100 * share, 100 * kMinDeliveredShare));
+  }
   if (!outcome.ok() || outcome->exit_code != 0 || !fs::exists(path)) {
     warnings->push_back(
         fmt::format("calibration.cpu_probe failed ({}); see probe-cpu.log: contention curve assumed",
-                    outcome.ok() ? fmt::format("exit {}", outcome->exit_code) : outcome.status().message()));
+                    ChildFailure(outcome)));
     return "";
   }
   return path;
@@ -245,6 +286,8 @@ Result<std::vector<RunRecord>> ExecuteRuns(const ValidateOptions& options) {
   }
   std::vector<RunRecord> runs;
   const auto plan = PlanRuns(spec);
+  double wait_budget_s = options.host_screen.wait_budget_s;
+  HostCapacity screen = ScreenHost(options.host_screen, &wait_budget_s);
   for (size_t i = 0; i < plan.size(); ++i) {
     const auto& p = plan[i];
     const ExperimentCase* c = FindCase(spec, p.case_name);
@@ -258,8 +301,11 @@ Result<std::vector<RunRecord>> ExecuteRuns(const ValidateOptions& options) {
     fs::remove(out_dir + "/" + rec.summary);
     rec.command = BuildCommand(spec, *c, p, env, fs::absolute(out_dir + "/" + rec.trace).string(),
                                fs::absolute(out_dir + "/" + rec.summary).string());
-    // A run under more stolen CPU than kStealBound is repeated once; still over: recorded, not scored.
+    // A run under more stolen CPU than kStealBound, or on a host delivering less than kMinDeliveredShare
+    // of its cores, is repeated once; still over: recorded, not scored.
     for (rec.attempts = 1;; ++rec.attempts) {
+      if (HostBelowBound(screen) || rec.attempts > 1) screen = ScreenHost(options.host_screen, &wait_budget_s);
+      rec.host_before = screen;
       rec.started_utc = UtcNow();
       rec.loadavg_before = LoadAverage1();
       rec.cpu_mhz_before = MeanCpuMhz();
@@ -272,7 +318,10 @@ Result<std::vector<RunRecord>> ExecuteRuns(const ValidateOptions& options) {
       rec.exit_code = outcome->exit_code;
       rec.timed_out = outcome->timed_out;
       rec.wall_s = outcome->wall_s;
-      rec.over_noise_bound = rec.exit_code == 0 && rec.steal_fraction > kStealBound;
+      // The screen after this run is the one before the next.
+      screen = rec.host_after = options.host_screen.screen();
+      rec.noise_reason = NoiseReason(rec);
+      rec.over_noise_bound = !rec.noise_reason.empty();
       if (!rec.over_noise_bound || rec.attempts == 2) break;
     }
     runs.push_back(rec);
@@ -292,9 +341,16 @@ void ReadMeasurements(const std::vector<RunRecord>& runs, const std::string& run
     }
     if (run.plan.discarded) continue;
     if (run.over_noise_bound) {
-      warnings->push_back(fmt::format("run {}: {:.1f}% of the host's CPU was stolen during it and its repeat "
-                                      "(bound {:.0f}%): not scored",
-                                      run.plan.id, 100 * run.steal_fraction, 100 * kStealBound));
+      if (run.noise_reason == "host_capacity") {
+        warnings->push_back(fmt::format("run {}: the host delivered {:.0f}% of its {} cores around it and its repeat "
+                                        "(bound {:.0f}%): not scored",
+                                        run.plan.id, 100 * run.HostDeliveredShare(), run.host_after.cores,
+                                        100 * kMinDeliveredShare));
+      } else {
+        warnings->push_back(fmt::format("run {}: {:.1f}% of the host's CPU was stolen during it and its repeat "
+                                        "(bound {:.0f}%): not scored",
+                                        run.plan.id, 100 * run.steal_fraction, 100 * kStealBound));
+      }
       continue;
     }
     const TraceFacts* facts = nullptr;
@@ -376,6 +432,16 @@ Result<ValidateOutcome> RunValidation(const ValidateOptions& options) {
   input.spec = &spec;
   input.runs = runs;
   ReadMeasurements(runs, runs_base, &input, &outcome.warnings);
+  // Expensive page faults make each configuration's churn its own, which the model takes from the
+  // captured one (docs/modelling.md, "Page-fault churn"): say so beside the numbers (the median over the
+  // runs' screens).
+  const std::vector<double> fault_us = ScreenedFaultCostsUs(runs);
+  if (!fault_us.empty()) {
+    HostCapacity typical;
+    typical.fresh_page_touch_us = Median(fault_us);  // as validation.json's noise reports it
+    const std::string hint = FaultCostHint(typical);
+    if (!hint.empty()) outcome.warnings.push_back("host screen: " + hint);
+  }
   const std::vector<std::string> manifest_differences = RunManifestDifferences(runs, input.facts);
   if (!manifest_differences.empty() && !options.allow_manifest_diff) {
     return Status::InvalidArgument(fmt::format(

@@ -19,6 +19,16 @@
 
 namespace simreplay::validation {
 
+// The host screen around real runs and the CPU probe (validation/host_capacity.h): how a screen is
+// taken, how long to wait between screens of a host under the bound, and how much waiting one
+// validation may spend in all (on a host that stays degraded the runs then go ahead, are repeated once
+// and are not scored: bounded time, honest result). Tests inject a screen; no timing in them.
+struct HostScreenPolicy {
+  std::function<HostCapacity()> screen = [] { return MeasureHostCapacity(0.1); };
+  double wait_step_s = 5;
+  double wait_budget_s = 120;
+};
+
 struct ValidateOptions {
   ExperimentSpec spec;    // loaded, with the command line's overrides applied
   std::string spec_path;  // for messages
@@ -33,6 +43,7 @@ struct ValidateOptions {
   bool allow_manifest_diff = false;
   // Called after each real run with its 1-based position, the total and a one-line outcome; may be empty.
   std::function<void(size_t index, size_t total, const RunRecord& run, const std::string& outcome)> on_run;
+  HostScreenPolicy host_screen;
 };
 
 struct ValidateOutcome {

@@ -123,7 +123,7 @@ std::string RenderMarkdownReport(const nlohmann::json& v) {
   std::string o;
   o += fmt::format("# Validation: {}\n\n", v.value("name", ""));
   if (!v.value("description", "").empty()) o += v["description"].get<std::string>() + "\n\n";
-  o += fmt::format("**Accelerator: emulated.** {}\n\n", v.value("accelerator_note", ""));
+  o += fmt::format("**Accelerator: {}.** {}\n\n", v.value("accelerator", "emulated"), v.value("accelerator_note", ""));
   o += fmt::format("Overall: **{}** (completeness {}, thresholds {}, correctness {}, rankings agree: {})\n\n",
                    v.value("pass", false) ? "PASS" : "FAIL", v["completeness"].value("pass", false) ? "pass" : "FAIL",
                    v["thresholds"].value("enabled", false) ? (v["thresholds"].value("pass", false) ? "pass" : "FAIL")
@@ -200,8 +200,11 @@ std::string RenderMarkdownReport(const nlohmann::json& v) {
                        Num(r["host_mem_used_peak_bytes_median"]) / (1 << 20));
     }
     if (r.contains("sample_cpu_s_median") && r.contains("sample_wall_s_median")) {
-      o += fmt::format(" Per sample (trace): {:.2f} ms CPU, {:.2f} ms wall.", 1000 * Num(r["sample_cpu_s_median"]),
-                       1000 * Num(r["sample_wall_s_median"]));
+      o += fmt::format(" Per sample (trace): {:.2f} ms CPU, {:.2f} ms wall{}.", 1000 * Num(r["sample_cpu_s_median"]),
+                       1000 * Num(r["sample_wall_s_median"]),
+                       r.contains("sample_page_faults_median")
+                           ? fmt::format(", {:.0f} page faults", Num(r["sample_page_faults_median"]))
+                           : std::string());
     }
     if (r.contains("host_cpu_busy_fraction_median")) {
       o += fmt::format(" Host cores busy (all processes): {:.0f}%.", 100 * Num(r["host_cpu_busy_fraction_median"]));

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "validation/experiment_spec.h"
+#include "validation/host_capacity.h"
 
 namespace simreplay::validation {
 
@@ -55,8 +56,14 @@ struct RunRecord {
   // Mean "cpu MHz" over the host's CPUs (/proc/cpuinfo) before and after the run (-1: unknown): a
   // clock that moved between runs (frequency scaling, a migrated VM) is recorded, not assumed away.
   double cpu_mhz_before = -1, cpu_mhz_after = -1;
+  // The host's delivered cores screened just before and just after the run (cores 0: not screened;
+  // validation/host_capacity.h). The run's share is the mean of the two.
+  HostCapacity host_before, host_after;
   int attempts = 1;            // runs made for this record: a run over the noise bound is repeated once
   bool over_noise_bound = false;  // still over after the repeat: recorded, not scored
+  std::string noise_reason;       // why it was over: "steal" or "host_capacity" ("" when not over)
+  // Mean delivered share of the two screens; -1 when either is missing.
+  double HostDeliveredShare() const;
   std::string started_utc;
   nlohmann::json ToJson() const;
 };
@@ -67,15 +74,27 @@ Result<RunRecord> RunRecordFromJson(const nlohmann::json& j, const std::string& 
 Status WriteRunIndex(const std::string& dir, const std::vector<RunRecord>& runs);
 Result<std::vector<RunRecord>> ReadRunIndex(const std::string& dir);
 
+// The fresh-page fault cost of every screen around the runs (before and after each), microseconds;
+// screens that did not measure it are left out.
+std::vector<double> ScreenedFaultCostsUs(const std::vector<RunRecord>& runs);
+
 // Runs argv with PYTHONPATH extended, stdout+stderr to `log_path`, killing the process group after
-// `timeout_s`. Returns the exit code (negative signal number when killed).
+// `timeout_s`. Returns the exit code (negative signal number when killed). The output passes through
+// this process on its way to the log, so the child's error survives a log that could not be written
+// (a full disk): `last_error_line`, and `log_error` says why the log is incomplete.
 struct ChildOutcome {
   int exit_code = 0;
   bool timed_out = false;
   double wall_s = 0;
+  std::string last_error_line;  // the child's last non-empty stderr line (its error, when it failed)
+  std::string log_error;        // "" when every byte reached the log
 };
 Result<ChildOutcome> RunChild(const std::vector<std::string>& argv, const std::string& pythonpath_prepend,
                               const std::string& log_path, double timeout_s);
+
+// Why a child failed, in one phrase: "exit N: its last stderr line" (and "; its log is incomplete: ..."
+// when the log could not be written), or the reason it could not be run.
+std::string ChildFailure(const Result<ChildOutcome>& outcome);
 
 // 1-minute load average from /proc/loadavg (-1 when unreadable).
 double LoadAverage1();

@@ -60,6 +60,7 @@ class CapturedDatasetItems(CapturedDataset):
                 plain.append(i.value)
             else:
                 plain.append(i)
+        f0 = ws.thread_minflt()
         t0 = time.perf_counter_ns()
         c0 = time.thread_time_ns()
         try:
@@ -68,6 +69,7 @@ class CapturedDatasetItems(CapturedDataset):
             ws.record_error(self._cfg, plain, e)
             raise
         t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+        faults = ws.thread_minflt() - f0 if f0 >= 0 else -1
         n = max(1, len(plain))
         try:
             from .context import SampleContext
@@ -75,7 +77,7 @@ class CapturedDatasetItems(CapturedDataset):
                 o = out[k] if k < len(out) else None
                 rec = ws.sample_record(self._cfg, i, ws._LAST["epoch"], ws._LAST["batch"],
                                        t0 + k * (t1 - t0) // n, (t1 - t0) // n, (c1 - c0) // n,
-                                       SampleContext(), o)
+                                       SampleContext(), o, faults // n if faults >= 0 else -1)
                 ws.part_file(self._cfg.spool).write(rec)
         except Exception:
             pass
@@ -102,6 +104,7 @@ class CapturedIterableDataset(tud.IterableDataset):
         while True:
             ctx = SampleContext()
             prev = set_current(ctx)
+            f0 = ws.thread_minflt()
             c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
             try:
                 out = next(it)
@@ -113,12 +116,13 @@ class CapturedIterableDataset(tud.IterableDataset):
                 ws.record_error(self._cfg, k, e)
                 raise
             t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+            faults = ws.thread_minflt() - f0 if f0 >= 0 else -1
             set_current(prev)
             batch = (k // self._bs) * nw + wid
             ws._LAST["batch"] = batch
             try:
                 ws.part_file(self._cfg.spool).write(
-                    ws.sample_record(self._cfg, k, ws._LAST["epoch"], batch, t0, t1 - t0, c1 - c0, ctx, out))
+                    ws.sample_record(self._cfg, k, ws._LAST["epoch"], batch, t0, t1 - t0, c1 - c0, ctx, out, faults))
             except Exception:
                 pass
             k += 1

@@ -218,10 +218,18 @@ def read_verified(d: str, name: str, manifest: Dict[str, Any],
     return data
 
 
-def load_bytes(p: str, data: bytes, map_location: Any) -> Dict[str, Any]:
+def load_own(f: Any, map_location: Any = None) -> Any:
+    """torch.load of a file the preflight wrote itself. torch >= 2.6 loads with weights_only=True by
+    default, which refuses the non-tensor state these files hold (the loader's position, RNG states):
+    the first real-GPU run (torch 2.11, 2026-12-04) failed its restore that way. torch 1.13 already
+    takes the argument."""
     import torch
+    return torch.load(f, map_location=map_location, weights_only=False)
+
+
+def load_bytes(p: str, data: bytes, map_location: Any) -> Dict[str, Any]:
     try:
-        obj = torch.load(io.BytesIO(data), map_location=map_location)
+        obj = load_own(io.BytesIO(data), map_location=map_location)
     except Exception as e:  # torch raises RuntimeError, pickle errors, EOFError... on damaged input
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise CheckpointError(f"{p}: expected a torch.save archive, found one torch.load rejects "

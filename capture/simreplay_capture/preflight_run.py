@@ -38,8 +38,8 @@ def params_compare(work: str, world: int, rtol: float, atol: float) -> Dict[str,
     from .preflight_state import tensor_digest
     maxdiff, bitwise, within, sha = 0.0, True, True, {}
     for r in range(world):
-        a = torch.load(os.path.join(work, f"params-restore-rank{r}.pt"))
-        b = torch.load(os.path.join(work, f"params-reference-rank{r}.pt"))
+        a = ck.load_own(os.path.join(work, f"params-restore-rank{r}.pt"))
+        b = ck.load_own(os.path.join(work, f"params-reference-rank{r}.pt"))
         if sorted(a) != sorted(b):
             return {"error": f"rank {r}: parameter names differ"}
         for k in a:
@@ -322,8 +322,8 @@ class PreflightRun:
         a, b = self.args, None
         maxdiff, within, bitwise, n = 0.0, True, True, 0
         for r in range(self.world):
-            x = _leaves(torch.load(os.path.join(self.work, f"eval-train-rank{r}.pt")))
-            y = _leaves(torch.load(os.path.join(self.work, f"eval-restore-rank{r}.pt")))
+            x = _leaves(ck.load_own(os.path.join(self.work, f"eval-train-rank{r}.pt")))
+            y = _leaves(ck.load_own(os.path.join(self.work, f"eval-restore-rank{r}.pt")))
             if len(x) != len(y):
                 within = bitwise = False
                 b = f"rank {r}: {len(x)} output value(s) before the kill, {len(y)} after the restore"

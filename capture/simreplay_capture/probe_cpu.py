@@ -39,6 +39,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import procfs
 from .probe_network import _write_atomically
+from .worker_side import thread_minflt
 
 SCHEMA = "simreplay.probe-cpu/1"
 
@@ -60,12 +61,13 @@ class _TimedItems:
 
     def __getitem__(self, i: int) -> Any:
         idx = self.indices[i % len(self.indices)]
+        f0 = thread_minflt()
         t0 = time.perf_counter_ns()
         c0 = time.thread_time_ns()
         item = self.dataset[idx]
         c1 = time.thread_time_ns()
         t1 = time.perf_counter_ns()
-        return item, t1 - t0, c1 - c0
+        return item, t1 - t0, c1 - c0, thread_minflt() - f0 if f0 >= 0 else -1
 
 
 class _TimedCollate:
@@ -75,7 +77,8 @@ class _TimedCollate:
     def __call__(self, items: List[Any]) -> Any:
         import torch.utils.data as tud
         fn = self.collate_fn or tud.default_collate
-        return fn([it[0] for it in items]), [it[1] for it in items], [it[2] for it in items]
+        return (fn([it[0] for it in items]), [it[1] for it in items], [it[2] for it in items],
+                [it[3] for it in items])
 
 
 def _children_cpu_ns(pid: int) -> int:
@@ -127,13 +130,15 @@ def _measure_point(items: _TimedItems, collate: _TimedCollate, k: int, batch_siz
     samples = 0
     walls: List[int] = []
     cpus: List[int] = []
+    faults: List[int] = []
     wakes: List[float] = []
     batch = 0
     while True:
-        _, w, c = next(it)
+        _, w, c, f = next(it)
         samples += len(w)
         walls.extend(w)
         cpus.extend(c)
+        faults.extend(f)
         batch += 1
         if wake_sleep_s > 0 and batch % wake_every == 0:
             wakes.append(_timed_sleep_overrun_s(wake_sleep_s))
@@ -154,12 +159,57 @@ def _measure_point(items: _TimedItems, collate: _TimedCollate, k: int, batch_siz
         "throughput_samples_per_s": samples / wall if wall > 0 else 0.0,
         "getitem_wall_s_mean": sum(walls) / n * 1e-9,
         "getitem_cpu_s_mean": sum(cpus) / n * 1e-9,
+        **_faults_field(faults),
         "main_cpu_s": (main1 - main0) * 1e-9,
         "workers_cpu_s": max(0, work1 - work0) * 1e-9,
         "host_busy_cores": (host1 - host0) * 1e-9 / wall if wall > 0 else 0.0,
         "loadavg_1m": [load0, load1],
         **({"wake_sleeps": len(wakes), "wake_delay_s_mean": sum(wakes) / len(wakes)} if wakes else {}),
     }
+
+
+def _faults_field(faults: Sequence[int]) -> Dict[str, float]:
+    """{"minflt_per_sample_mean": ...} when every sample's page faults were counted, else {}."""
+    if not faults or min(faults) < 0:
+        return {}
+    return {"minflt_per_sample_mean": sum(faults) / len(faults)}
+
+
+def _measure_inline(items: _TimedItems, collate: _TimedCollate, batch_size: int, warmup_s: float,
+                    seconds: float) -> Dict[str, Any]:
+    """The same items loaded by the main process itself (num_workers=0) for `seconds` after a warm-up:
+    the per-sample cost of inline loading. It can differ from a worker's beyond contention: a fresh
+    worker's allocator can return and re-fault each sample's buffers where a long-lived process keeps
+    them (docs/modelling.md, "Page-fault churn"). Measured after every worker point, so the workers
+    the points fork are not forked from a process that has decoded.
+
+    The warm-up also covers one pass over the items (for at most 2 x `seconds` beyond `warmup_s`): an
+    inline loader's allocator churns until it has decoded the largest samples and then settles, and a
+    training run's warm-up steps are past that, so a window that opened earlier would measure the
+    settling instead (docs/modelling.md, "Page-fault churn")."""
+    import torch.utils.data as tud
+    it = iter(tud.DataLoader(items, batch_size=batch_size, shuffle=False, num_workers=0, collate_fn=collate))
+    t_start = time.perf_counter()
+    batches = 0
+    warm_samples = 0
+    while (batches < 2 or time.perf_counter() - t_start < warmup_s
+           or (warm_samples < len(items.indices) and time.perf_counter() - t_start < warmup_s + 2 * seconds)):
+        warm_samples += len(next(it)[1])
+        batches += 1
+    t0 = time.perf_counter()
+    walls: List[int] = []
+    cpus: List[int] = []
+    faults: List[int] = []
+    while time.perf_counter() - t0 < seconds:
+        _, w, c, f = next(it)
+        walls.extend(w)
+        cpus.extend(c)
+        faults.extend(f)
+    wall = time.perf_counter() - t0
+    n = max(1, len(walls))
+    return {"samples": len(walls), "wall_s": wall, "throughput_samples_per_s": len(walls) / wall,
+            "getitem_wall_s_mean": sum(walls) / n * 1e-9, "getitem_cpu_s_mean": sum(cpus) / n * 1e-9,
+            "warmup_samples": warm_samples, **_faults_field(faults)}
 
 
 def _curve_points(points: Sequence[Dict[str, Any]], cores: int) -> Dict[str, List[tuple]]:
@@ -228,7 +278,8 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
               prefetch_factor: int = 2, samples: int = 512, seconds_per_point: float = 2.0,
               warmup_s: float = 0.5, rounds: int = 2, max_total_s: float = 90.0, seed: int = 0,
               source: str = "", warmup_pass_s: float = 3.0, wake_sleep_s: float = 0.02,
-              wake_every: int = 4, precision_target_se: float = 0.04, precision_pairs: int = 4) -> Dict[str, Any]:
+              wake_every: int = 4, precision_target_se: float = 0.04, precision_pairs: int = 4,
+              inline_point: bool = True) -> Dict[str, Any]:
     """Measures the contention curve and returns (and writes, when out_path is given) the document."""
     n = len(dataset)
     if n <= 0:
@@ -254,13 +305,20 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
     t_begin = time.perf_counter()  # max_total_s bounds the rounds; the warm-up pass is bounded by its own time
     points: List[Dict[str, Any]] = []
     skipped: List[int] = []
+    # The longest a point has taken so far, start-up of its workers included (a point of 3 s took 4-5 s
+    # on the 2-core VM): the budget checks use it, so the pairs cannot eat the inline point's time.
+    longest_point_s = seconds_per_point + warmup_s
+
     def measure(k: int) -> bool:
-        if time.perf_counter() - t_begin + seconds_per_point + warmup_s > max_total_s:
+        nonlocal longest_point_s
+        t_point = time.perf_counter()
+        if t_point - t_begin + longest_point_s > max_total_s:
             return False
         p = _measure_point(items, collate, k, batch_size, prefetch_factor, warmup_s, seconds_per_point, wake_sleep_s,
                            wake_every)
         p["round"] = sum(1 for q in points if q["workers"] == k)
         points.append(p)
+        longest_point_s = max(longest_point_s, time.perf_counter() - t_point)
         return True
 
     for k in order:
@@ -270,18 +328,28 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
     # slowdown's standard error on both curves is within the target, the pairs or the time run out.
     ran = list(order)
     pairs_run = 0
+    # The inline point's longest time: its warm-up (a pass over the items, _measure_inline) and window.
+    inline_room_s = warmup_s + 3 * seconds_per_point if inline_point else 0.0
     after_rounds = final = slowdown_standard_error(points, cores)
     pair_k = min(cores, max_workers)
     while (pair_k >= 2 and not skipped and pairs_run < precision_pairs
            and max(final.values(), default=0.0) > precision_target_se):
         pair = [1, pair_k] if pairs_run % 2 == 0 else [pair_k, 1]
-        if time.perf_counter() - t_begin + 2 * (seconds_per_point + warmup_s) > max_total_s:
+        # the pairs leave room for the inline point after them
+        if time.perf_counter() - t_begin + 2 * longest_point_s + inline_room_s > max_total_s:
             break
         for k in pair:
             measure(k)
         ran += pair
         pairs_run += 1
         final = slowdown_standard_error(points, cores)
+    inline = None
+    inline_skipped = None
+    if inline_point and time.perf_counter() - t_begin + inline_room_s <= max_total_s:
+        inline = _measure_inline(items, collate, batch_size, warmup_s, seconds_per_point)
+    elif inline_point:
+        inline_skipped = (f"max_total_s ({max_total_s:g} s) ran out before the inline point: calibrate then assumes "
+                          "inline loading churns like the workers (cpu.inline_page_fault_ratio 1)")
     doc = {
         "schema": SCHEMA,
         "host": {"cores": cores, "cpu_model": _cpu_model(), "platform": platform.platform(),
@@ -299,6 +367,8 @@ def run_probe(dataset: Any, out_path: Optional[str] = None, collate_fn: Optional
                       "slowdown_se": {name: _finite_or_none(v) for name, v in final.items()},
                       "slowdown_se_after_rounds": {name: _finite_or_none(v) for name, v in after_rounds.items()}},
         "points": points,
+        **({"inline": inline} if inline else {}),
+        **({"inline_skipped": inline_skipped} if inline_skipped else {}),
         "skipped_points": skipped,
         **({"baseline_wake": baseline} if baseline else {}),
         "total_s": time.perf_counter() - t_probe,
@@ -366,6 +436,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                          "wake-up delay (0: not measured)")
     ap.add_argument("--wake-every", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-inline-point", dest="inline_point", action="store_false",
+                    help="skip the final inline point (the main process loading itself, num_workers=0)")
     a = ap.parse_args(argv)
     for name in ("batch_size", "prefetch_factor", "samples", "rounds", "wake_every"):
         if getattr(a, name) < 1:
@@ -396,11 +468,19 @@ def main(argv: Optional[List[str]] = None) -> int:
                     seconds_per_point=a.seconds_per_point, warmup_s=a.warmup_s, rounds=a.rounds,
                     max_total_s=a.max_total_s, seed=a.seed, source=source,
                     warmup_pass_s=a.warmup_pass_s, wake_sleep_s=a.wake_sleep_s, wake_every=a.wake_every,
-                    precision_target_se=a.precision_target_se, precision_pairs=a.precision_pairs)
+                    precision_target_se=a.precision_target_se, precision_pairs=a.precision_pairs,
+                    inline_point=a.inline_point)
     for p in doc["points"]:
         print(f"k={p['workers']}: {p['throughput_samples_per_s']:.1f} samples/s, getitem cpu "
               f"{p['getitem_cpu_s_mean'] * 1e3:.2f} ms wall {p['getitem_wall_s_mean'] * 1e3:.2f} ms, "
+              f"{p.get('minflt_per_sample_mean', float('nan')):.0f} page faults, "
               f"wake-up delay {p.get('wake_delay_s_mean', float('nan')) * 1e3:.2f} ms, load {p['loadavg_1m'][0]:.2f}")
+    if "inline" in doc:
+        p = doc["inline"]
+        print(f"inline: {p['throughput_samples_per_s']:.1f} samples/s, getitem cpu {p['getitem_cpu_s_mean'] * 1e3:.2f} ms, "
+              f"{p.get('minflt_per_sample_mean', float('nan')):.0f} page faults")
+    if "inline_skipped" in doc:
+        print(f"probe_cpu: warning: {doc['inline_skipped']}", file=sys.stderr)
     prec = doc["precision"]
     se = ", ".join(f"{k} {v:.3f}" if v is not None else f"{k} unknown" for k, v in prec["slowdown_se"].items())
     print(f"probe_cpu: slowdown standard error {se or 'not applicable'} (target {a.precision_target_se}; "

@@ -272,7 +272,9 @@ def fits(results: List[Dict[str, Any]], n: int, ops: Sequence[str]) -> Dict[str,
         bf = bus_factor(op, n)
         f["bus_bytes_per_s"] = f["algbw_bytes_per_s"] * bf if f.get("algbw_bytes_per_s") else None
         f["ring_steps"] = ring_steps(op, n)
-        f["alpha_per_step_s"] = f["alpha_s"] / f["ring_steps"] if f.get("alpha_s") is not None else None
+        # One rank has no ring steps (its collectives are local copies): no latency per step to give.
+        has_steps = f.get("alpha_s") is not None and f["ring_steps"] > 0
+        f["alpha_per_step_s"] = f["alpha_s"] / f["ring_steps"] if has_steps else None
         f["cpu"] = fit_cpu(results, op, n)
         out[op] = f
     return out

@@ -87,9 +87,21 @@ def mean_cpu_mhz() -> float:
     return sum(mhz) / len(mhz) if mhz else 0.0
 
 
+def main_thread_cpu_ns(pid: int) -> int:
+    """Cumulative CPU (utime+stime) of a process's main thread (the task whose id is the pid), -1 when
+    unreadable. A DataLoader worker runs its samples there; its other threads (the result queue's
+    feeder, which pickles each batch into shared memory) run beside it."""
+    st = read_text(f"/proc/{pid}/task/{pid}/stat")
+    if not st:
+        return -1
+    f = st[st.rfind(")") + 2:].split()
+    return (int(f[11]) + int(f[12])) * _TICK_NS
+
+
 def proc_sample(pid: int, with_pss: bool = True) -> Optional[Dict[str, int]]:
     """rss (statm), pss (smaps_rollup, only when with_pss: it costs ~1-5 ms per call on a torch
-    process and takes the target's mmap lock), cumulative cpu (utime+stime), io read_bytes."""
+    process and takes the target's mmap lock), cumulative cpu (utime+stime) of the process and of its
+    main thread, io read_bytes."""
     fields = process_stat(pid)
     if fields is None:
         return None
@@ -110,7 +122,8 @@ def proc_sample(pid: int, with_pss: bool = True) -> Optional[Dict[str, int]]:
         for line in io.splitlines():
             if line.startswith("read_bytes:"):
                 io_read = int(line.split()[1])
-    return {"rss_bytes": rss, "pss_bytes": pss, "cpu_ns": cpu_ns, "io_read_bytes": io_read}
+    return {"rss_bytes": rss, "pss_bytes": pss, "cpu_ns": cpu_ns, "main_thread_cpu_ns": main_thread_cpu_ns(pid),
+            "io_read_bytes": io_read}
 
 
 def meminfo() -> Dict[str, int]:

@@ -25,7 +25,7 @@ _SAMPLE = {
     "height": ("int", False), "frames": ("int", False),
 }
 _SAMPLE_OPT = {"stages": ("str", False), "cpu_ns": ("int", False), "hash": ("str", False),
-               "tokens": ("int", False)}
+               "tokens": ("int", False), "minflt": ("int", False)}
 _BATCH = {
     "rank": ("int", False), "epoch": ("int", False), "batch": ("int", False), "worker": ("int", True),
     "size": ("int", False), "collate_ns": ("int", False), "t_ready_ns": ("int", False),

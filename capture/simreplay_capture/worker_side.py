@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import time
 import traceback
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -17,6 +18,18 @@ from . import context
 
 _perf = time.perf_counter_ns
 _thread_ns = time.thread_time_ns
+
+
+def thread_minflt() -> int:
+    """Minor page faults of the calling thread so far (-1 where RUSAGE_THREAD is not available). On a
+    host where faulting in a fresh page is expensive (a VM that hands freed memory back to its
+    hypervisor), a DataLoader worker whose malloc returns and re-faults each image's buffers spends
+    much of its CPU here; per sample, the count tells that churn apart from decoding
+    (docs/modelling.md, "Page-fault churn")."""
+    try:
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    except (AttributeError, OSError):
+        return -1
 _HASH_CHUNK = 4096
 
 
@@ -215,7 +228,7 @@ _STAGE_FIELDS = {"read": "read_ns", "decode": "decode_ns", "augment": "augment_n
 
 
 def sample_record(cfg: "ProxyConfig", index: Any, epoch: int, batch: int, t_start: int, wall: int,
-                  cpu: int, ctx: context.SampleContext, out: Any) -> Dict[str, Any]:
+                  cpu: int, ctx: context.SampleContext, out: Any, minflt: int = -1) -> Dict[str, Any]:
     h, out_bytes = digest(out) if cfg.hash else ("", _nbytes(out))
     notes = ctx.notes
     w, hgt, fr = _shape_of(out)
@@ -248,6 +261,8 @@ def sample_record(cfg: "ProxyConfig", index: Any, epoch: int, batch: int, t_star
         rec["decode_ns"] = wall
     rec["wall_ns"] = wall
     rec["cpu_ns"] = cpu
+    if minflt >= 0:
+        rec["minflt"] = minflt
     if h:
         rec["hash"] = h
     rec["pid"] = os.getpid()
@@ -307,6 +322,7 @@ def timed_getitem(cfg: ProxyConfig, ds: Any, idx: Any) -> Any:
         epoch, batch = _LAST["epoch"], _LAST["batch"]
     ctx = context.SampleContext()
     prev = context.set_current(ctx)
+    f0 = thread_minflt()
     c0 = _thread_ns()
     t0 = _perf()
     try:
@@ -317,9 +333,10 @@ def timed_getitem(cfg: ProxyConfig, ds: Any, idx: Any) -> Any:
         raise
     t1 = _perf()
     c1 = _thread_ns()
+    faults = thread_minflt() - f0 if f0 >= 0 else -1
     context.set_current(prev)
     try:
-        part_file(cfg.spool).write(sample_record(cfg, idx, epoch, batch, t0, t1 - t0, c1 - c0, ctx, out))
+        part_file(cfg.spool).write(sample_record(cfg, idx, epoch, batch, t0, t1 - t0, c1 - c0, ctx, out, faults))
     except Exception:
         pass  # capture must never break the user's pipeline
     _LAST["n"] += 1

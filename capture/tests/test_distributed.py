@@ -182,6 +182,21 @@ def test_probe_network_two_local_ranks(tmp_path):
     assert doc["implementation"]["reduce_scatter"] == "ring over send/recv"
 
 
+def test_probe_network_one_rank(tmp_path):
+    # One rank (the one-GPU machine's nccl probe: nccl refuses two ranks on one device): its collectives
+    # have no ring steps, so no latency per step; the first real-GPU run divided by zero here.
+    out = tmp_path / "probe-network.json"
+    p = subprocess.run([sys.executable, "-m", "simreplay_capture.probe_network", "--out", str(out),
+                        "--nprocs", "1", "--ops", "all_reduce,broadcast", "--min-bytes", "1K", "--max-bytes", "8K",
+                        "--factor", "8", "--budget-s", "0.01", "--max-iters", "3"],
+                       env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["world_size"] == 1
+    assert doc["fit"]["all_reduce"]["ring_steps"] == 0 and doc["fit"]["all_reduce"]["alpha_per_step_s"] is None
+    assert doc["fit"]["broadcast"]["ring_steps"] == 1 and doc["fit"]["broadcast"]["alpha_per_step_s"] >= 0
+
+
 def test_probe_network_rejects_bad_options(tmp_path):
     p = subprocess.run([sys.executable, "-m", "simreplay_capture.probe_network", "--out", str(tmp_path / "x"),
                         "--ops", "all_reduce,bogus"], env=subprocess_env(), capture_output=True, text=True)

@@ -165,6 +165,26 @@ def saved(tmp_path):
     return d
 
 
+def test_own_checkpoints_load_with_weights_only_off(saved, monkeypatch):
+    # torch >= 2.6 defaults torch.load to weights_only=True, which refuses the preflight's non-tensor
+    # state (the first real-GPU run, torch 2.11, failed its restore so). Emulate that default on this
+    # torch: every load of the preflight's own files must say weights_only=False.
+    import torch
+    from simreplay_capture import preflight_ckpt as ck
+    real, seen = torch.load, []
+
+    def newer_default(f, map_location=None, *, weights_only=True, **kw):
+        seen.append(weights_only)
+        if weights_only:
+            raise RuntimeError("Weights only load failed (emulated torch >= 2.6 default)")
+        return real(f, map_location=map_location, weights_only=False, **kw)
+
+    monkeypatch.setattr(torch, "load", newer_default)
+    f = os.path.join(saved, "rank0.pt")
+    obj = ck.load_bytes(f, open(f, "rb").read(), "cpu")
+    assert "model" in obj and seen == [False]
+
+
 def _verify(path):
     return subprocess.run([sys.executable, "-m", "simreplay_capture.preflight", "verify-checkpoint", str(path)],
                           env=subprocess_env(), capture_output=True, text=True, timeout=120)

@@ -17,7 +17,7 @@ def _run(args, **kw):
 def test_probe_writes_documented_curve(dataset_dir, tmp_path):
     out = tmp_path / "probe-cpu.json"
     r = _run(["--bench-data", dataset_dir, "--format", "files", "--image-size", "32", "--frames", "2",
-              "--cores", "2", "--max-workers", "3", "--samples", "16", "--seconds-per-point", "0.3",
+              "--cores", "2", "--max-workers", "3", "--samples", "16", "--batch-size", "4", "--seconds-per-point", "0.3",
               "--warmup-s", "0", "--rounds", "2", "--warmup-pass-s", "0.4", "--wake-every", "1",
               "--wake-sleep-s", "0.005", "--precision-pairs", "0", "--out", str(out)])
     assert r.returncode == 0, r.stderr
@@ -44,6 +44,17 @@ def test_probe_writes_documented_curve(dataset_dir, tmp_path):
     assert doc["baseline_wake"]["sleeps"] == 25 and 0 <= doc["baseline_wake"]["delay_s_mean"] < 0.5
     assert doc["skipped_points"] == []
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".probe")]  # no temporary left
+    # each point counts the page faults of its __getitem__ calls; after the points, the main process
+    # loads the same items itself (the inline point), counted the same way
+    assert all(p["minflt_per_sample_mean"] >= 0 for p in doc["points"])
+    inline = doc["inline"]
+    assert inline["samples"] > 0 and inline["wall_s"] >= 0.3
+    assert 0 < inline["getitem_cpu_s_mean"] <= inline["getitem_wall_s_mean"] * 1.05
+    assert inline["minflt_per_sample_mean"] >= 0
+    # its warm-up covered a pass over the 16 items, beyond its 2 batches of 4 (tiny items: well inside
+    # the pass's time bound)
+    assert inline["warmup_samples"] >= 16
+    assert doc["total_s"] >= 0.4 + 7 * 0.3
 
 
 def test_probe_bounded_total_time(dataset_dir, tmp_path):
@@ -58,14 +69,38 @@ def test_probe_bounded_total_time(dataset_dir, tmp_path):
     assert len(doc["points"]) + len(doc["skipped_points"]) == 6
 
 
+def test_probe_keeps_time_for_its_inline_point(dataset_dir, tmp_path):
+    """Precision pairs stop while the inline point still fits, judged by how long points really took (the
+    workers' start-up on top of the window), not by their nominal window: the development suite's probe
+    of 2026-12-07 lost its inline point to its pairs (20 points in 85 s of 90)."""
+    out = tmp_path / "p.json"
+    r = _run(["--bench-data", dataset_dir, "--image-size", "32", "--frames", "2", "--max-workers", "2",
+              "--samples", "8", "--seconds-per-point", "0.2", "--warmup-s", "0", "--rounds", "1",
+              "--warmup-pass-s", "0", "--wake-sleep-s", "0", "--precision-target-se", "0",
+              "--precision-pairs", "50", "--max-total-s", "8", "--out", str(out)])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert not doc["skipped_points"] and doc["precision"]["pairs_run"] >= 1
+    assert "inline" in doc and "inline_skipped" not in doc
+    # no room at all for the inline point: the probe says so instead of dropping it silently
+    r = _run(["--bench-data", dataset_dir, "--image-size", "32", "--frames", "2", "--max-workers", "1",
+              "--samples", "8", "--seconds-per-point", "2", "--warmup-s", "0", "--rounds", "1",
+              "--warmup-pass-s", "0", "--wake-sleep-s", "0", "--max-total-s", "3", "--out", str(out)])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert "inline" not in doc and "max_total_s (3 s) ran out before the inline point" in doc["inline_skipped"]
+    assert "warning: max_total_s (3 s) ran out before the inline point" in r.stderr
+
+
 def test_probe_without_wake_measurement(dataset_dir, tmp_path):
     out = tmp_path / "p.json"
     r = _run(["--bench-data", dataset_dir, "--image-size", "32", "--frames", "2", "--cores", "1", "--max-workers", "1",
               "--samples", "8", "--seconds-per-point", "0.2", "--warmup-s", "0", "--rounds", "1",
-              "--warmup-pass-s", "0", "--wake-sleep-s", "0", "--out", str(out)])
+              "--warmup-pass-s", "0", "--wake-sleep-s", "0", "--no-inline-point", "--out", str(out)])
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert "baseline_wake" not in doc and all("wake_delay_s_mean" not in p for p in doc["points"])
+    assert "inline" not in doc
 
 
 @pytest.mark.parametrize("args", [["--batch-size", "0"], ["--seconds-per-point", "-1"], ["--rounds", "0"],

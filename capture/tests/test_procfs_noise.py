@@ -22,3 +22,28 @@ def test_a_childs_cpu_is_counted_as_its_own():
     own0 = procfs.children_cpu_ns()
     subprocess.run(["/usr/bin/python3", "-c", "sum(range(3000000))"], check=True)
     assert procfs.children_cpu_ns() - own0 > 0
+
+
+def test_the_main_threads_cpu_leaves_out_the_other_threads():
+    # A second thread spins for ~0.3 s while the main thread sleeps: the process's CPU holds it, the
+    # main thread's does not (what splits a DataLoader worker's send thread from its loading).
+    import os
+    import threading
+    import time
+    pid = os.getpid()
+    before = procfs.proc_sample(pid, with_pss=False)
+
+    def spin():
+        t = time.thread_time()
+        while time.thread_time() - t < 0.3:
+            pass
+
+    th = threading.Thread(target=spin)
+    th.start()
+    th.join()
+    after = procfs.proc_sample(pid, with_pss=False)
+    process = after["cpu_ns"] - before["cpu_ns"]
+    main = after["main_thread_cpu_ns"] - before["main_thread_cpu_ns"]
+    assert before["main_thread_cpu_ns"] >= 0
+    assert process >= 0.2e9 and main <= 0.1e9, (process, main)
+    assert procfs.main_thread_cpu_ns(2 ** 22 + 12345) == -1  # no such process

@@ -16,13 +16,14 @@ def test_whatif_table_carries_every_case_and_the_gate(tmp_path):
               "cases": {"base": {"workers": 2, "measured_median": 348.46, "measured_samples_per_s": [348.46, 339.41],
                                  "predicted": 344.68, "error_pct": -1.0836, "load_avg_1min": [1.2, 1.4]},
                         "size2x-w1": {"workers": 1, "measured_median": 284.9, "measured_samples_per_s": [284.9],
-                                      "predicted": 233.7, "error_pct": -17.97, "predicted_without_media_probe": 238.2}}}
+                                      "predicted": 233.7, "error_pct": -17.97, "predicted_without_media_probe": 238.2,
+                                      "predicted_without_cpu_probe": 250.0, "error_without_cpu_probe_pct": -12.25}}}
     path = tmp_path / "whatifs.json"
     path.write_text(json.dumps(report))
     out = _run("whatifs", path)
     assert out.returncode == 0, out.stderr
-    assert "| base | 2 | 348.5 (348.5, 339.4) |  | 344.7 | -1.1% |  | 1.2..1.4 | not recorded | yes |" in out.stdout
-    assert "| size2x-w1 | 1 | 284.9 (284.9) |  | 233.7 | -18.0% | 238.2 |" in out.stdout
+    assert "| base | 2 | 348.5 (348.5, 339.4) |  | 344.7 | -1.1% |  |  | 1.2..1.4 | not recorded | yes |" in out.stdout
+    assert "| size2x-w1 | 1 | 284.9 (284.9) |  | 233.7 | -18.0% | 238.2 | 250.0 (-12.2%) |" in out.stdout
     assert "FAIL (size2x-w1 -18.0%)" in out.stdout
 
 
@@ -40,7 +41,7 @@ def test_whatif_table_shows_spread_noise_and_unscored_cases(tmp_path):
     path.write_text(json.dumps(report))
     out = _run("whatifs", path)
     assert out.returncode == 0, out.stderr
-    assert "| half | 2 | 300.0 (300.0, 306.0) | 2.0% | 303.0 | +1.0% |  | 1.0..2.5 | 31%, 4% | no (foreign load) |" \
+    assert "| half | 2 | 300.0 (300.0, 306.0) | 2.0% | 303.0 | +1.0% |  |  | 1.0..2.5 | 31%, 4% | no (foreign load) |" \
         in out.stdout
     assert "| cold | | skipped: drop_caches needs root |" in out.stdout
     assert "NOT SCORED (half)" in out.stdout
@@ -75,3 +76,19 @@ def test_a_report_of_another_kind_is_refused(tmp_path):
     path.write_text(json.dumps({"started": "S", "finished": "F", "settings": {}, "cases": {"x": {}}}))
     out = _run("whatifs", path)
     assert out.returncode == 3 and "not a whatifs validation report" in out.stderr
+
+
+def test_remote_summary_counts_streams_apart(tmp_path):
+    def case(mode, err):
+        return {"mode": mode, "workers": 2, "measured_median": 1.0, "measured_samples_per_s": [1.0],
+                "predicted": 1.0, "error_pct": err}
+    report = {"commit": "abc1234", "gate": {"limit_pct": 10.0},
+              "configs": [{"cases": {"get-w2": case("get", 12.0), "stream-w1": case("stream", -34.0),
+                                     "stream-w2": case("stream", 4.0)}}]}
+    path = tmp_path / "remote.json"
+    path.write_text(json.dumps(report))
+    out = subprocess.run(["/usr/bin/python3", SCRIPT, "remote-summary", str(path), str(path)], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    row = f"| {path} | abc1234 | 2 | 1 | 19.0% | -34.0% .. +4.0% | 2 of 3 |"
+    assert out.stdout.count(row) == 2

@@ -7,6 +7,7 @@
 
 #include "advise/diagnosis.h"
 #include "advise/relief.h"
+#include "models/page_fault_churn.h"
 #include "tests/advise/advise_test_util.h"
 
 namespace simreplay::advise {
@@ -82,6 +83,62 @@ TEST(Relief, AppliesExactlyTheNamedChange) {
   ASSERT_TRUE(workers.ok());
   EXPECT_EQ(workers->input.scenario.loader.num_workers, 4);
   EXPECT_EQ(workers->input.step_time_s, base->input.step_time_s);
+}
+
+TEST(Relief, AllocatorChurnTakesOffTheMeasuredPageFaultShareOnly) {
+  sim::CostCache cache;
+  auto base = sim::PreparePoint(Quickstart(), &cache);
+  ASSERT_TRUE(base.ok()) << base.status().message();
+  // The quickstart capture predates minflt: no share, no relief.
+  EXPECT_FALSE(Has(ApplicableReliefs(*base, 2), "allocator_churn"));
+  sim::PreparedPoint small = *base;
+  small.input.model.cpu.page_fault_cpu_share = 0.05;
+  EXPECT_FALSE(Has(ApplicableReliefs(small, 2), "allocator_churn"));
+  sim::PreparedPoint churning = *base;
+  churning.input.model.cpu.page_fault_cpu_share = 0.4;
+  const auto reliefs = ApplicableReliefs(churning, 2);
+  ASSERT_TRUE(Has(reliefs, "allocator_churn"));
+  const Relief r = *std::find_if(reliefs.begin(), reliefs.end(), [](const Relief& x) { return x.name == "allocator_churn"; });
+  EXPECT_EQ(r.action, ReliefAction::kKnob);
+  EXPECT_NE(r.change.find("MALLOC_MMAP_THRESHOLD_=16777216"), std::string::npos) << r.change;
+  EXPECT_NE(r.change.find("x 0.60"), std::string::npos) << r.change;
+  // Whatever the profile's factor: the change is what the capture measured.
+  for (double f : {2.0, 4.0}) {
+    auto relieved = ApplyRelief(churning, r, f, &cache);
+    ASSERT_TRUE(relieved.ok()) << relieved.status().message();
+    EXPECT_EQ(relieved->input.model.cpu.page_fault_cpu_share, 0);
+    for (size_t i = 0; i < base->costs->samples.size(); ++i) {
+      EXPECT_DOUBLE_EQ(relieved->costs->samples[i].decode_s, base->costs->samples[i].decode_s * 0.6);
+      EXPECT_DOUBLE_EQ(relieved->costs->samples[i].augment_s, base->costs->samples[i].augment_s * 0.6);
+      EXPECT_DOUBLE_EQ(relieved->costs->samples[i].read_s, base->costs->samples[i].read_s);
+    }
+    EXPECT_NE(relieved->costs.get(), base->costs.get());
+  }
+}
+
+// The probe's inline point makes inline loading cheaper than the captured workers by the page faults
+// a long-lived main process does not take: share 0.5, inline faults 0.2 of the workers' -> every inline
+// sample costs 1 - 0.5 x 0.8 = 0.6 of the worker cost; workers are untouched.
+TEST(InlineChurn, InlineLoadingPaysOnlyItsOwnShareOfThePageFaults) {
+  EXPECT_DOUBLE_EQ(models::InlineCostFactor(0.5, 0.2), 0.6);
+  EXPECT_DOUBLE_EQ(models::InlineCostFactor(0.5, 1.0), 1.0);
+  EXPECT_DOUBLE_EQ(models::InlineCostFactor(0.0, 0.2), 1.0);
+  sim::CostCache cache;
+  auto run = [&](int workers, double share, double ratio) {
+    auto p = sim::PreparePoint(Quickstart({{"loader", {{"num_workers", workers}}}, {"train", {{"steps", 20}}}}), &cache);
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    p->input.model.cpu.page_fault_cpu_share = share;
+    p->input.model.cpu.inline_page_fault_ratio = ratio;
+    auto r = sim::RunPoint(*p);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return *r;
+  };
+  const sim::PointRuns inline_as_workers = run(0, 0.5, 1.0), inline_churn = run(0, 0.5, 0.2);
+  EXPECT_NEAR(inline_churn.pipeline_only.main_busy_s / inline_as_workers.pipeline_only.main_busy_s, 0.6, 0.05);
+  EXPECT_LT(inline_churn.pipeline_only.makespan_s, 0.75 * inline_as_workers.pipeline_only.makespan_s);
+  const sim::PointRuns workers_a = run(2, 0.5, 1.0), workers_b = run(2, 0.5, 0.2);
+  EXPECT_EQ(workers_a.full.makespan_s, workers_b.full.makespan_s);
+  EXPECT_EQ(workers_a.pipeline_only.worker_busy_s, workers_b.pipeline_only.worker_busy_s);
 }
 
 // A 1 s step for 8 samples: the pipeline (hundreds of samples/s) keeps far ahead, so throughput is

@@ -3,6 +3,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -106,6 +110,109 @@ TEST(ObservedFindings, StagesHaveP99AndMediaTypesHaveTheirOwn) {
   AddObservedFindingsJson(o, &j);
   EXPECT_EQ(j["media"][1]["stages"][1]["stage"], "decode");
   EXPECT_EQ(j["media"].size(), 2u);
+}
+
+TEST(ObservedFindings, PageFaultChurnIsSplitFromTheSamplesCpu) {
+  // 80 worker samples: cpu = 2 ms + faults x 16 us, faults 0/200/400/600 in turn (mean 300): the fit
+  // gives 16 us per fault and 4.8 / 6.8 = 70.6% of the CPU; 20 inline samples with 10 faults each
+  // (cpu 2.16 ms) join the fit: mean faults (80 x 300 + 20 x 10) / 100 = 242.
+  TraceFile u(json{{"loader", {{"num_workers", 2}}}});
+  for (int i = 0; i < 100; ++i) {
+    const bool inline_sample = i >= 80;
+    const int64_t faults = inline_sample ? 10 : 200 * (i % 4);
+    u.Add({{"type", "sample"}, {"rank", 0}, {"epoch", 0}, {"index", i}, {"batch", i / 8},
+           {"worker", inline_sample ? -1 : i % 2}, {"t_start_ns", 0}, {"read_ns", 0}, {"decode_ns", 3 * kMs},
+           {"augment_ns", 0}, {"read_bytes", 1000}, {"out_bytes", 10}, {"format", "jpeg"}, {"width", 1},
+           {"height", 1}, {"frames", 1}, {"cpu_ns", 2 * kMs + faults * 16000}, {"minflt", faults}});
+  }
+  Observations o = Observe(u.Write("faults.jsonl"));
+  const PageFaultObservation& pf = o.page_faults;
+  ASSERT_TRUE(pf.visible);
+  ASSERT_TRUE(pf.fit.measured) << pf.fit.note;
+  EXPECT_NEAR(pf.fit.fault_cost_s, 16e-6, 1e-12);
+  EXPECT_NEAR(pf.fit.faults_per_sample, 242, 1e-9);
+  EXPECT_NEAR(pf.fit.cpu_share, 16e-6 * 242 / (2e-3 + 16e-6 * 242), 1e-9);
+  EXPECT_DOUBLE_EQ(pf.worker_faults_per_sample, 300);
+  EXPECT_DOUBLE_EQ(pf.inline_faults_per_sample, 10);
+  EXPECT_TRUE(pf.worth_naming);
+  json j;
+  AddObservedFindingsJson(o, &j);
+  EXPECT_EQ(j["page_faults"]["fix_to_try"], models::kMallocChurnFix);
+  EXPECT_EQ(j["page_faults"]["from"]["records"]["sample"], 100);
+  bool named = false;
+  for (const auto& line : ObservedFindingLines(o)) {
+    if (line.find("page faults: 242 per sample at 16.0 us each") != std::string::npos &&
+        line.find("MALLOC_MMAP_THRESHOLD_") != std::string::npos) {
+      named = true;
+    }
+  }
+  EXPECT_TRUE(named);
+  // A trace without minflt says it cannot see the churn.
+  TraceFile old(json{{"loader", {{"num_workers", 2}}}});
+  for (int i = 0; i < 10; ++i) old.Sample(0, 0, 0, 0, "jpeg", 0, kMs, 0);
+  Observations without = Observe(old.Write("nofaults.jsonl"));
+  EXPECT_FALSE(without.page_faults.visible);
+  bool said = false;
+  for (const auto& c : without.cannot_see) said = said || c.find("page-fault churn is not visible") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// One worker's samples over two epochs: epoch 0 decodes (pixels, faults) (100, 1000), (40, 0), (30, 10),
+// (60, 500), (100, 800), (20, 0), then 20 of (1, 0); epoch 1 (20, 300), (50, 200). Without persistent
+// workers epoch 1 is a fresh process: the samples larger than half the largest before them in their
+// lifetime are 100 (first), 60, 100 (> 50), and epoch 1's 20 (first) and 50 (> 10): 5 of 28 samples with
+// 2800 of the 2810 faults. With persistent workers one lifetime: 20 and 50 are not over 50, so 3 samples
+// with 2300. The top tenth (2 samples) took 1000 + 800. Only lifetimes of 20 samples or more count:
+// epoch 0's, 2310 faults over 26 samples.
+std::string ConcentrationTrace(TraceFile* t) {
+  const std::vector<std::pair<int64_t, int64_t>> epoch0 = {{100, 1000}, {40, 0}, {30, 10}, {60, 500}, {100, 800}, {20, 0}};
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> samples;  // epoch, pixels, faults
+  for (const auto& [px, f] : epoch0) samples.emplace_back(0, px, f);
+  for (int i = 0; i < 20; ++i) samples.emplace_back(0, 1, 0);
+  samples.emplace_back(1, 20, 300);
+  samples.emplace_back(1, 50, 200);
+  int i = 0;
+  for (const auto& [epoch, px, f] : samples) {
+    t->Add({{"type", "sample"}, {"rank", 0}, {"epoch", epoch}, {"index", i}, {"batch", i / 4}, {"worker", 0},
+            {"t_start_ns", i * kMs}, {"read_ns", 0}, {"decode_ns", kMs}, {"augment_ns", 0}, {"read_bytes", 1000},
+            {"out_bytes", 10}, {"format", "jpeg"}, {"width", px}, {"height", 1}, {"frames", 1},
+            {"cpu_ns", kMs + f * 10000}, {"minflt", f}});
+    ++i;
+  }
+  return t->Write("concentration.jsonl");
+}
+
+TEST(ObservedFindings, PageFaultsConcentrateInSamplesLargerThanTheirProcessHadDecoded) {
+  TraceFile fresh(json{{"loader", {{"num_workers", 1}, {"persistent_workers", false}}}});
+  const FaultConcentration w = Observe(ConcentrationTrace(&fresh)).page_faults.where;
+  EXPECT_DOUBLE_EQ(w.top_tenth_share, 1800.0 / 2810);
+  EXPECT_DOUBLE_EQ(w.larger_samples_share, 5.0 / 28);
+  EXPECT_DOUBLE_EQ(w.larger_faults_share, 2800.0 / 2810);
+  EXPECT_EQ(w.lifetimes, 1);
+  EXPECT_DOUBLE_EQ(w.lifetime_min_faults_per_sample, 2310.0 / 26);
+  EXPECT_DOUBLE_EQ(w.lifetime_max_faults_per_sample, 2310.0 / 26);
+  TraceFile kept(json{{"loader", {{"num_workers", 1}, {"persistent_workers", true}}}});
+  Observations persistent = Observe(ConcentrationTrace(&kept));
+  const FaultConcentration& p = persistent.page_faults.where;
+  EXPECT_DOUBLE_EQ(p.larger_samples_share, 3.0 / 28);
+  EXPECT_DOUBLE_EQ(p.larger_faults_share, 2300.0 / 2810);
+  EXPECT_EQ(p.lifetimes, 1);
+  EXPECT_DOUBLE_EQ(p.lifetime_min_faults_per_sample, 2810.0 / 28);
+  json j;
+  AddObservedFindingsJson(persistent, &j);
+  EXPECT_NEAR(j["page_faults"]["concentration"]["larger_faults_share"].get<double>(), 2300.0 / 2810, 1e-9);  // rounded to 9 digits
+  EXPECT_EQ(j["page_faults"]["concentration"]["lifetimes"], 1);
+  // Without decoded sizes the rule cannot be applied: null, not 0%.
+  TraceFile unsized(json{{"loader", {{"num_workers", 1}}}});
+  for (int k = 0; k < 30; ++k) {
+    unsized.Add({{"type", "sample"}, {"rank", 0}, {"epoch", 0}, {"index", k}, {"batch", 0}, {"worker", 0},
+                 {"t_start_ns", k}, {"read_ns", 0}, {"decode_ns", kMs}, {"augment_ns", 0}, {"read_bytes", 1},
+                 {"out_bytes", 1}, {"format", "jpeg"}, {"width", 0}, {"height", 0}, {"frames", 0},
+                 {"cpu_ns", kMs}, {"minflt", k}});
+  }
+  const FaultConcentration u = Observe(unsized.Write("unsized.jsonl")).page_faults.where;
+  EXPECT_LT(u.larger_faults_share, 0);
+  EXPECT_GT(u.top_tenth_share, 0);
 }
 
 TEST(ObservedFindings, WorkerBusyFractionAndHostCpuBusy) {

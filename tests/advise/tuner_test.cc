@@ -63,8 +63,9 @@ double ObjectiveAt(const scenarios::Scenario& s, const Knobs& k, sim::CostCache*
 
 TEST(Tuner, EverySettingTheRecommendationChangesBuysTwoPercentByItself) {
   sim::CostCache cache;
-  // From one worker at prefetch_factor 8, the search's answer (2 persistent workers at prefetch_factor
-  // 1) changes prefetch_factor for under 1%, which is reverted; workers and persistence earn their place.
+  // From one worker at prefetch_factor 8, the search's answer changes settings that each must earn
+  // their place; one that buys under 2% by itself is reverted and reported (which one depends on the
+  // bundled example's model: prefetch_factor once, the storage format since 2026-12-06).
   auto s = Quickstart({{"train", {{"steps", 20}}},
                        {"loader", {{"num_workers", 1}, {"prefetch_factor", 8}, {"persistent_workers", false}}}});
   TuneOptions o;
@@ -88,14 +89,13 @@ TEST(Tuner, EverySettingTheRecommendationChangesBuysTwoPercentByItself) {
     ++checked;
   }
   EXPECT_GE(checked, 1);
-  // What was reverted bought less than that, and is reported so.
-  ASSERT_EQ(r->reverted.size(), 1u);
-  EXPECT_EQ(r->reverted[0].setting, "prefetch_factor");
-  EXPECT_EQ(r->reverted[0].kept, "8");
-  EXPECT_EQ(best.prefetch_factor, 8);
+  // What was reverted bought less than that, keeps the current value, and is reported so.
+  ASSERT_GE(r->reverted.size(), 1u);
   for (const auto& x : r->reverted) {
     EXPECT_LT(x.gain, kMinSettingGain) << x.setting;
     EXPECT_NE(x.value, x.kept) << x.setting;
+    if (x.setting == "prefetch_factor") EXPECT_EQ(best.prefetch_factor, now.prefetch_factor);
+    if (x.setting == "data.format") EXPECT_EQ(best.format, now.format);
   }
   const auto json = TuneJson("s", *r, o);
   EXPECT_EQ(json["reverted"].size(), r->reverted.size());
@@ -254,26 +254,50 @@ TEST(Tuner, SuccessiveHalvingOnSimulatedSteps) {
   o.budget = 40;
   o.contender_share = 1.0;  // every feasible value is a contender: a large neighbourhood
   o.halving_max_candidates = 27;
-  const auto s = Quickstart({{"train", {{"steps", 90}}}});
+  // 13 steps per epoch (104 samples in batches of 8): every rung holds an epoch boundary, 14 steps or more.
+  const auto s = Quickstart({{"train", {{"steps", 126}}}});
   auto r = Tune(s, o, &cache);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const Halving& h = r->halving;
   ASSERT_TRUE(h.skipped_because.empty()) << h.skipped_because;
-  ASSERT_EQ(h.rungs.size(), 3u);  // 90 steps: rungs of 10 and 30 steps, then the survivors at 90
-  EXPECT_EQ(h.rungs[0].steps, 10);
-  EXPECT_EQ(h.rungs[1].steps, 30);
-  EXPECT_EQ(h.rungs[2].steps, 90);
+  ASSERT_EQ(h.rungs.size(), 3u);  // 126 steps: rungs of 14 and 42 steps, then the survivors at 126
+  EXPECT_EQ(h.rungs[0].steps, 14);
+  EXPECT_EQ(h.rungs[1].steps, 42);
+  EXPECT_EQ(h.rungs[2].steps, 126);
   EXPECT_EQ(h.rungs[0].candidates, h.candidates);
   EXPECT_LE(h.candidates, 27);
   EXPECT_EQ(h.rungs[0].kept, (h.rungs[0].candidates + 2) / 3);
   EXPECT_EQ(h.rungs[1].candidates, h.rungs[0].kept);
   EXPECT_EQ(h.rungs[2].candidates, h.rungs[1].kept);
   EXPECT_EQ(h.short_simulations, 2 * (h.rungs[0].candidates + h.rungs[1].candidates));
-  EXPECT_EQ(r->simulations, 2 * r->configurations + h.short_simulations + r->profile.simulations);
+  // Two simulations per configuration, the single-setting reverts beyond the budget included.
+  EXPECT_EQ(r->simulations,
+            2 * (r->configurations + r->revert_configurations) + h.short_simulations + r->profile.simulations);
   o.jobs = 2;
   auto again = Tune(s, o, &cache);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(TuneJson("s", *r, o).dump(), TuneJson("s", *again, o).dump());
+}
+
+// A rung shorter than an epoch and a step would rank without the costs a run of several epochs pays
+// per epoch (fresh workers, epoch starts): with 13 steps per epoch a 90-step run halves on 30 steps only,
+// and a 30-step run does not halve (its rungs would be 10 steps), where 10-step rungs ranked before.
+TEST(Tuner, HalvingRungsCrossAnEpochBoundary) {
+  sim::CostCache cache;
+  TuneOptions o;
+  o.jobs = 1;
+  o.budget = 40;
+  o.contender_share = 1.0;
+  o.halving_max_candidates = 27;
+  auto ninety = Tune(Quickstart({{"train", {{"steps", 90}}}}), o, &cache);
+  ASSERT_TRUE(ninety.ok()) << ninety.status().message();
+  ASSERT_EQ(ninety->halving.rungs.size(), 2u) << ninety->halving.skipped_because;
+  EXPECT_EQ(ninety->halving.rungs[0].steps, 30);
+  EXPECT_EQ(ninety->halving.rungs[1].steps, 90);
+  auto thirty = Tune(Quickstart({{"train", {{"steps", 30}}}}), o, &cache);
+  ASSERT_TRUE(thirty.ok()) << thirty.status().message();
+  EXPECT_NE(thirty->halving.skipped_because.find("shortest rung 14 steps: one epoch and a step"), std::string::npos)
+      << thirty->halving.skipped_because;
 }
 
 TEST(TuneOutputs, ExperimentSpecIsSingleFactorPerCase) {

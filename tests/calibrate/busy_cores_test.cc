@@ -50,5 +50,38 @@ TEST(BusyCores, NotMeasuredWithoutOverlapVariation) {
   EXPECT_FALSE(EstimateBusyCoreSlowdown(s, 1).measured);
 }
 
+// Warm-up windows coincide with overlap (every worker starts at an epoch's start) and cost extra CPU
+// of their own (the allocator): left out of the fit, they still count in the others' overlap.
+TEST(BusyCores, WarmupWindowsAreLeftOutOfTheFit) {
+  // Steady samples: 1 ms + 2 ns/pixel whatever the overlap (+-5% of deterministic noise), half of them
+  // side by side with another steady one. Warm-up samples: 3x that, always side by side (two processes
+  // starting together).
+  std::vector<BusyCoreSample> s;
+  double t = 0;
+  auto cost = [](int i, double pixels) { return (0.001 + 2e-9 * pixels) * (1 + 0.01 * ((i * 37) % 11 - 5)); };
+  for (int i = 0; i < 200; ++i) {
+    const double pixels = 1000.0 * (1 + i % 7);
+    s.push_back({t, 0.01, cost(i, pixels), pixels, "jpeg"});
+    if (i % 2 == 1) s.push_back({t, 0.01, cost(i + 1, pixels), pixels, "jpeg"});
+    t += 0.02;
+  }
+  for (int i = 0; i < 30; ++i) {
+    const double pixels = 1000.0 * (1 + i % 7);
+    s.push_back({t, 0.01, 3 * cost(i, pixels), pixels, "jpeg", true});
+    s.push_back({t, 0.01, 3 * cost(i + 3, pixels), pixels, "jpeg", true});
+    t += 0.02;
+  }
+  auto e = EstimateBusyCoreSlowdown(s, 2);
+  EXPECT_FALSE(e.measured) << e.note;  // steady cost does not depend on overlap
+  EXPECT_EQ(e.slowdown, 0.0);
+  EXPECT_EQ(e.samples, 300);
+  EXPECT_NE(e.note.find("60 samples of warm-up windows left out"), std::string::npos) << e.note;
+  // Counted as steady, the warm-up excess reads as a slowdown.
+  for (auto& sample : s) sample.warmup = false;
+  auto confounded = EstimateBusyCoreSlowdown(s, 2);
+  EXPECT_TRUE(confounded.measured) << confounded.note;
+  EXPECT_GT(confounded.slowdown, 0.3);
+}
+
 }  // namespace
 }  // namespace simreplay::calibrate

@@ -78,6 +78,31 @@ TEST(EstimateContention, ProcessCpuGivesTheOverheadPerSampleDirectly) {
   EXPECT_NEAR(e.intrinsic_scale, 1.0, 1e-12);
 }
 
+TEST(EstimateContention, CpuOffTheMainThreadsIsReportedAsTheSendThreadsPerByte) {
+  // 0.3 s of overhead over 100 samples, 0.2 s of it off the workers' main threads (the result queue's
+  // feeder) while the samples' tensors held 1e8 bytes: 2 ns per byte sent, reported; the overhead per
+  // sample keeps all 3 ms. Without the main thread's CPU nothing is reported.
+  ContentionInput in = Busy(1.0, true);
+  in.worker_process_cpu_s = 1.3;
+  in.worker_stage_cpu_s = 1.0;
+  in.worker_window_samples = 100;
+  in.worker_window_out_bytes = 1e8;
+  in.worker_main_thread_cpu_s = 1.1;
+  auto e = EstimateContention(in);
+  EXPECT_NEAR(e.send_s_per_byte, 2e-9, 1e-18);
+  EXPECT_NEAR(e.send_per_sample_s, 0.002, 1e-12);
+  EXPECT_NEAR(e.overhead_per_sample_s, 0.003, 1e-12);
+  EXPECT_NEAR(e.overhead_factor, 1.3, 1e-12);
+  // More off the main threads than the overhead (clock-tick rounding): capped at the overhead.
+  in.worker_main_thread_cpu_s = 0.9;
+  e = EstimateContention(in);
+  EXPECT_NEAR(e.send_per_sample_s, 0.003, 1e-12);
+  in.worker_main_thread_cpu_s = 0;
+  e = EstimateContention(in);
+  EXPECT_EQ(e.send_s_per_byte, 0);
+  EXPECT_NEAR(e.overhead_per_sample_s, 0.003, 1e-12);
+}
+
 TEST(EstimateContention, NothingRecorded) {
   ContentionInput in;
   auto e = EstimateContention(in);

@@ -29,8 +29,47 @@ TEST(FitHuber, RecoversKnownCoefficientsDespiteOutliers) {
   EXPECT_NEAR(fit->coefficients[2], 5e-9, 0.05 * 5e-9);
   EXPECT_TRUE(fit->converged);
   EXPECT_FALSE(fit->low_confidence);
-  ASSERT_EQ(fit->residual_ratio_quantiles.size(), ResidualQuantileProbs().size());
-  EXPECT_NEAR(fit->residual_ratio_quantiles[10], 1.0, 0.05);  // median ratio
+  ASSERT_EQ(fit->residual_ratios.quantiles.size(), ResidualQuantileProbs().size());
+  EXPECT_NEAR(fit->residual_ratios.quantiles[10], 1.0, 0.05);  // median ratio
+  EXPECT_EQ(fit->residual_ratios.bin_means.size(), ResidualQuantileProbs().size() - 1);
+}
+
+// The bin means carry a heavy tail's weight: the mean of the bins is the mean of the observations,
+// where the quantiles alone, read linearly, put the top bin halfway to the maximum.
+TEST(ResidualRatios, BinMeansKeepTheObservedMean) {
+  std::vector<double> ratios;
+  for (int i = 0; i < 199; ++i) ratios.push_back(0.8 + 0.002 * i);  // 0.8 .. 1.196
+  ratios.push_back(190.0);                                          // one sample 190x its prediction
+  double observed_mean = 0;
+  for (double r : ratios) observed_mean += r / static_cast<double>(ratios.size());
+  const ResidualRatios summary = SummarizeResidualRatios(ratios);
+  ASSERT_EQ(summary.quantiles.size(), 21u);
+  ASSERT_EQ(summary.bin_means.size(), 20u);
+  EXPECT_EQ(summary.quantiles.front(), 0.8);
+  EXPECT_EQ(summary.quantiles.back(), 190.0);
+  double bins_mean = 0, linear_mean = 0;
+  for (size_t b = 0; b < 20; ++b) {
+    EXPECT_GE(summary.bin_means[b], summary.quantiles[b]);
+    EXPECT_LE(summary.bin_means[b], summary.quantiles[b + 1]);
+    bins_mean += summary.bin_means[b] / 20;
+    linear_mean += (summary.quantiles[b] + summary.quantiles[b + 1]) / 2 / 20;
+  }
+  // 200 observations in 20 rank bins of 10: the bins' mean is the observations' mean.
+  EXPECT_NEAR(bins_mean, observed_mean, 1e-9);
+  EXPECT_GT(linear_mean, 2.5 * observed_mean);  // what the former draw averaged
+  nlohmann::json j;
+  summary.AddTo(&j);
+  EXPECT_EQ(j["residual_ratio_bin_means"].size(), 20u);
+}
+
+TEST(ResidualRatios, FewerObservationsThanBins) {
+  const ResidualRatios summary = SummarizeResidualRatios({2.0, 1.0, 3.0});
+  ASSERT_EQ(summary.bin_means.size(), 20u);
+  for (size_t b = 0; b < 20; ++b) {
+    EXPECT_GE(summary.bin_means[b], summary.quantiles[b]);
+    EXPECT_LE(summary.bin_means[b], summary.quantiles[b + 1]);
+  }
+  EXPECT_TRUE(SummarizeResidualRatios({}).quantiles.empty());
 }
 
 TEST(FitHuber, ExactDataFitsExactly) {

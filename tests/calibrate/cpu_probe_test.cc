@@ -159,6 +159,79 @@ TEST(ReadCpuProbeFile, ReadsPointsAndDerivesCosts) {
   EXPECT_EQ(cpu[1].n, 3);
 }
 
+TEST(ReadCpuProbeFile, PageFaultsAndTheInlinePointAreOptional) {
+  TempDir dir;
+  const std::string point =
+      R"({"workers": 1, "wall_s": 2, "throughput_samples_per_s": 200, "getitem_cpu_s_mean": 0.004,
+          "getitem_wall_s_mean": 0.0045, "main_cpu_s": 0.2, "minflt_per_sample_mean": 57.5})";
+  const std::string path =
+      dir.Write("p.json", R"({"schema": "simreplay.probe-cpu/1", "host": {"cores": 2}, "points": [)" + point +
+                              R"(], "inline": {"throughput_samples_per_s": 240, "getitem_cpu_s_mean": 0.003,
+                                     "minflt_per_sample_mean": 43})" +
+                              "}");
+  auto probe = ReadCpuProbeFile(path);
+  ASSERT_TRUE(probe.ok()) << probe.status().message();
+  EXPECT_DOUBLE_EQ(probe->points[0].minflt_per_sample, 57.5);
+  ASSERT_TRUE(probe->inline_point.has_value());
+  EXPECT_DOUBLE_EQ(probe->inline_point->getitem_cpu_s, 0.003);
+  EXPECT_DOUBLE_EQ(probe->inline_point->minflt_per_sample, 43);
+  // Older probes: neither field.
+  auto old = ReadCpuProbeFile(dir.Write("old.json", ProbeDoc(R"({"workers": 1, "wall_s": 2,
+      "throughput_samples_per_s": 200, "getitem_cpu_s_mean": 0.004, "getitem_wall_s_mean": 0.0045, "main_cpu_s": 0.2})")));
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(old->points[0].minflt_per_sample, -1);
+  EXPECT_FALSE(old->inline_point.has_value());
+  // A negative count or a malformed inline point names the field.
+  auto bad = ReadCpuProbeFile(
+      dir.Write("bad.json", R"({"schema": "simreplay.probe-cpu/1", "host": {"cores": 2}, "points": [)" + point +
+                                R"(], "inline": {"throughput_samples_per_s": 240, "getitem_cpu_s_mean": 0.003,
+                                       "minflt_per_sample_mean": -1}})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("bad.json: inline.minflt_per_sample_mean"), std::string::npos)
+      << bad.status().message();
+  auto bad2 = ReadCpuProbeFile(dir.Write(
+      "bad2.json",
+      R"({"schema": "simreplay.probe-cpu/1", "host": {"cores": 2}, "points": [)" + point + R"(], "inline": 7})"));
+  ASSERT_FALSE(bad2.ok());
+  EXPECT_NE(bad2.status().message().find("bad2.json: inline: expected an object"), std::string::npos)
+      << bad2.status().message();
+}
+
+TEST(ProbeFaultFactors, BringEachPointToTheReferenceFaultLevel) {
+  // CPU per sample = 2 ms + 10 us per fault. Round 0's one-worker point fell into the few-fault regime
+  // (50 faults: 2.5 ms), round 1's into the many-fault one (200: 4 ms), and the two-worker points sat at
+  // 150 (3.5 ms). Brought to 150 faults, both rounds show the same concurrency effect; as measured,
+  // the first round's contrast is 4.6 times the second's.
+  CpuProbe probe;
+  probe.cores = 2;
+  auto point = [](int workers, int round, double faults, double concurrency) {
+    CpuProbePoint p;
+    p.workers = workers;
+    p.round = round;
+    p.wall_s = 2;
+    p.minflt_per_sample = faults;
+    p.getitem_cpu_s = (0.002 + 1e-5 * faults) * concurrency;
+    p.throughput_samples_per_s = workers / p.getitem_cpu_s;
+    return p;
+  };
+  probe.points = {point(1, 0, 50, 1.0), point(2, 0, 150, 1.3), point(1, 1, 200, 1.0), point(2, 1, 150, 1.3)};
+  const std::vector<double> factors = ProbeFaultFactors(probe, 0.002, 1e-5, 150);
+  ASSERT_EQ(factors.size(), 4u);
+  EXPECT_NEAR(factors[0], 3.5 / 2.5, 1e-12);
+  EXPECT_NEAR(factors[1], 1.0, 1e-12);
+  EXPECT_NEAR(factors[2], 3.5 / 4.0, 1e-12);
+  const auto cpu = ThreadCpuPoints(probe, factors);
+  EXPECT_NEAR(cpu[1].cost / cpu[0].cost, 1.3, 1e-12);
+  EXPECT_NEAR(cpu[3].cost / cpu[2].cost, 1.3, 1e-12);
+  const auto raw = ThreadCpuPoints(probe);
+  EXPECT_NEAR(raw[1].cost / raw[0].cost, 1.3 * 3.5 / 2.5, 1e-12);
+  EXPECT_NEAR(raw[3].cost / raw[2].cost, 1.3 * 3.5 / 4.0, 1e-12);
+  // The throughput curve's points scale alike; a point without a fault count keeps its cost.
+  EXPECT_NEAR(ThroughputCostPoints(probe, factors)[0].cost, ThroughputCostPoints(probe)[0].cost * 3.5 / 2.5, 1e-15);
+  probe.points[0].minflt_per_sample = -1;
+  EXPECT_EQ(ProbeFaultFactors(probe, 0.002, 1e-5, 150)[0], 1.0);
+}
+
 TEST(ReadCpuProbeFile, ForeignLoadIsWhatTheHostSpentBesideTheProbe) {
   // Point 1: host 1.5 busy cores, probe (0.2 + 1.8) / 2 = 1.0 -> 0.5 foreign; point 2: host 2.0, probe
   // (0.4 + 3.2) / 2 = 1.8 -> 0.2 foreign; mean 0.35. Without the fields: -1.

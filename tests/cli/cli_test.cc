@@ -104,6 +104,72 @@ TEST(Cli, SimulateIsByteIdenticalRunToRun) {
   EXPECT_TRUE(assumed) << result["warnings"].dump();
 }
 
+TEST(Cli, AFoldedClusterSaysSo) {
+  // 16 nodes x 8 GPUs of the quickstart pipeline with 0.25 s steps: what-if folds it to 8 nodes and
+  // says so in one line (the rank-folding block in the result); simulate, which records a timeline of
+  // every rank, simulates all 16 and says why.
+  fs::path dir = Fresh("folded");
+  std::ofstream(dir / "s.json") << R"({"model": ")" << SIMREPLAY_SOURCE_DIR << R"(/examples/quickstart/model.json",
+    "loader": {"num_workers": 2, "batch_size": 8}, "hardware": {"cpu_cores": 64, "gpus": 8},
+    "train": {"steps": 20, "step_time_s": 0.25, "dataset_samples": 100000},
+    "cluster": {"nodes": 16}, "collective": {"algorithm": "hierarchical", "gradient_bytes": 1e8}})";
+  auto what_if = RunCli("what-if " + (dir / "s.json").string() + " --out " + (dir / "wi").string());
+  ASSERT_EQ(what_if.exit_code, 0) << what_if.output;
+  EXPECT_NE(what_if.output.find("rank folding: 8 of 16 nodes simulated in full"), std::string::npos)
+      << what_if.output;
+  const auto folded = nlohmann::json::parse(Slurp((dir / "wi" / "results.json").string()));
+  const auto& cluster = folded["points"][0]["result"]["metrics"]["cluster"];
+  EXPECT_EQ(cluster["rank_folding"]["simulated_nodes"], 8);
+  EXPECT_EQ(cluster["per_rank"].size(), 64u);
+  EXPECT_EQ(cluster["ranks"], 128);
+  auto sim = RunCli("simulate " + (dir / "s.json").string() + " --out " + (dir / "sim").string());
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  EXPECT_NE(sim.output.find("rank folding off: simulate records a timeline of every rank, so all 16 nodes"),
+            std::string::npos)
+      << sim.output;
+  const auto full = nlohmann::json::parse(Slurp((dir / "sim" / "result.json").string()));
+  EXPECT_EQ(full["metrics"]["cluster"]["per_rank"].size(), 128u);
+}
+
+TEST(Cli, AClusterThatCannotFoldAndCannotFitIsRefusedInOneLine) {
+  // 4096 nodes x 8 GPUs x 8 workers loads on its folded estimate; simulate records a timeline of every
+  // rank, so it cannot fold, and every rank would need about 92 GB: exit 3, one line naming the file
+  // and why, no result written.
+  fs::path dir = Fresh("unfoldable");
+  std::ofstream(dir / "s.json") << R"({"model": ")" << SIMREPLAY_SOURCE_DIR << R"(/examples/quickstart/model.json",
+    "loader": {"num_workers": 8, "batch_size": 8}, "hardware": {"cpu_cores": 64, "gpus": 8},
+    "train": {"steps": 1000, "step_time_s": 0.25, "dataset_samples": 300000},
+    "cluster": {"nodes": 4096}, "collective": {"algorithm": "hierarchical", "gradient_bytes": 1e8}})";
+  auto r = RunCli("simulate " + (dir / "s.json").string() + " --out " + (dir / "sim").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("s.json: cluster: 4096 nodes x 8 GPUs with 8 workers per rank need an estimated 92 GB to "
+                          "simulate every rank, more than the 64 GB limit, and rank folding does not apply: a "
+                          "timeline is recorded"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "sim" / "result.json"));
+}
+
+TEST(Cli, FoldedSweepIsByteIdenticalWhateverTheJobs) {
+  // A node-count sweep whose points fold (16 and 32 nodes) and one that does not (4): the same bytes
+  // in every output file with one simulation at a time and with two.
+  fs::path dir = Fresh("folded_sweep");
+  std::ofstream(dir / "s.json") << R"({"model": ")" << SIMREPLAY_SOURCE_DIR << R"(/examples/quickstart/model.json",
+    "loader": {"num_workers": 2, "batch_size": 8}, "hardware": {"cpu_cores": 64, "gpus": 8},
+    "train": {"steps": 20, "step_time_s": 0.25, "dataset_samples": 100000},
+    "collective": {"algorithm": "hierarchical", "gradient_bytes": 1e8},
+    "sweep": {"cluster.nodes": [4, 16, 32]}})";
+  for (const char* jobs : {"1", "2"}) {
+    auto r = RunCli("what-if " + (dir / "s.json").string() + " --out " + (dir / jobs).string() + " --jobs " + jobs);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("point 2 (cluster.nodes=32): rank folding: 8 of 32 nodes"), std::string::npos) << r.output;
+  }
+  for (const char* file : {"results.json", "results.csv", "report.html"}) {
+    EXPECT_EQ(Slurp((dir / "1" / file).string()), Slurp((dir / "2" / file).string())) << file;
+  }
+}
+
 TEST(Cli, MalformedScenarioFailsCleanly) {
   fs::path dir = Fresh("bad_scenario");
   std::ofstream(dir / "s.json") << "{\n \"trace\": \"x\",\n \"loader\": [1,\n";

@@ -132,7 +132,7 @@ std::vector<Verb> WritingVerbs(const fs::path& scenario) {
   return {{"simulate", {"simulate", scenario.string(), "--out", "OUT"}, ""},
           {"what-if", {"what-if", scenario.string(), "--out", "OUT", "--jobs", "2"}, ""},
           {"calibrate", {"calibrate", kQuickstartTrace, "--out", "OUT", "--no-self-check"}, "/model.json"},
-          {"validate", {"validate", spec.string(), "--out", "OUT"}, "", false}};
+          {"validate", {"validate", spec.string(), "--out", "OUT", "--no-host-screen"}, "", false}};
 }
 
 // Reference outputs of a fault-free run of each verb.

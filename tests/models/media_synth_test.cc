@@ -11,17 +11,17 @@ namespace {
 // augment: intercept only (0.5 ms at the one measured size, 1e5 pixels). Residual ratios all 1.
 MediaCostModel Jpeg() {
   MediaCostModel m;
-  m.read = {true, 1e-4, 1e-9, 0, 0, false, 1e4, 1e5, 0, 0, 0, 0, std::vector<double>(21, 1.0)};
-  m.decode = {true, 1e-3, 0, 1e-8, 0, false, 1e4, 1e5, 1e5, 2e5, 1, 1, std::vector<double>(21, 1.0)};
-  m.augment = {true, 5e-4, 0, 0, 0, true, 5e4, 5e4, 1e5, 1e5, 1, 1, std::vector<double>(21, 1.0)};
+  m.read = {true, 1e-4, 1e-9, 0, 0, false, 1e4, 1e5, 0, 0, 0, 0, std::vector<double>(21, 1.0), {}};
+  m.decode = {true, 1e-3, 0, 1e-8, 0, false, 1e4, 1e5, 1e5, 2e5, 1, 1, std::vector<double>(21, 1.0), {}};
+  m.augment = {true, 5e-4, 0, 0, 0, true, 5e4, 5e4, 1e5, 1e5, 1, 1, std::vector<double>(21, 1.0), {}};
   m.bytes_per_pixel = 0.5;
   return m;
 }
 
 MediaCostModel Mp4() {
   MediaCostModel m;
-  m.read = {true, 2e-4, 0, 0, 0, true, 4e4, 4e4, 0, 0, 0, 0, std::vector<double>(21, 1.0)};
-  m.decode = {true, 0, 0, 1e-8, 0, false, 4e4, 4e4, 4e5, 8e5, 4, 4, std::vector<double>(21, 1.0)};
+  m.read = {true, 2e-4, 0, 0, 0, true, 4e4, 4e4, 0, 0, 0, 0, std::vector<double>(21, 1.0), {}};
+  m.decode = {true, 0, 0, 1e-8, 0, false, 4e4, 4e4, 4e5, 8e5, 4, 4, std::vector<double>(21, 1.0), {}};
   m.bytes_per_pixel = 0.1;
   return m;
 }
@@ -144,6 +144,33 @@ TEST(MediaSynth, RejectsUnknownMediaAndBadShares) {
   EXPECT_FALSE(SynthesizeMedia({{"jpeg", no_bpp}}, {{"jpeg", big}}, 1.0, 1, &s, &warnings).ok());
 }
 
+// A draw lands in each bin with equal probability and averages the bin's observed mean there, so a
+// heavy last bin (2 .. 190, mean 4) adds its observed weight, not half the maximum.
+TEST(MediaSynth, ResidualDrawsKeepEachBinsMean) {
+  StageCostFit fit;
+  fit.residual_ratio_quantiles = {0.5, 1.0, 2.0, 190.0};
+  fit.residual_ratio_bin_means = {0.8, 1.5, 4.0};
+  // Midpoint rule over both uniforms: bins 0..2, m points inside each.
+  const int m = 20000;
+  double sum = 0;
+  for (size_t b = 0; b < 3; ++b) {
+    double bin_sum = 0;
+    for (int j = 0; j < m; ++j) {
+      const double r = DrawResidualRatio(fit, (static_cast<double>(b) + 0.5) / 3, (j + 0.5) / m);
+      EXPECT_GE(r, fit.residual_ratio_quantiles[b]);
+      EXPECT_LE(r, fit.residual_ratio_quantiles[b + 1]);
+      bin_sum += r;
+    }
+    EXPECT_NEAR(bin_sum / m, fit.residual_ratio_bin_means[b], 0.002 * fit.residual_ratio_bin_means[b]);
+    sum += bin_sum / m / 3;
+  }
+  EXPECT_NEAR(sum, (0.8 + 1.5 + 4.0) / 3, 0.01);
+  // Without bin means (older models): linear between the quantiles, the last bin averaging 96.
+  fit.residual_ratio_bin_means.clear();
+  EXPECT_NEAR(DrawResidualRatio(fit, 0.99, 0.5), 96.0, 1e-9);
+  EXPECT_EQ(DrawResidualRatio(StageCostFit{}, 0.3, 0.3), 1.0);
+}
+
 TEST(MediaSynth, ParsesCalibratedMediaSection) {
   nlohmann::json media = {
       {"jpeg",
@@ -161,6 +188,17 @@ TEST(MediaSynth, ParsesCalibratedMediaSection) {
   EXPECT_FALSE(j.decode.intercept_only);
   EXPECT_EQ(j.decode.pixels_max, 20);
   EXPECT_EQ(j.bytes_per_pixel, 0.25);
+  media["jpeg"]["stages"]["decode"]["residual_ratio_bin_means"] = {0.7, 1.9};
+  auto with_means = ParseMediaCostModels(media, "m.json");
+  ASSERT_TRUE(with_means.ok()) << with_means.status().message();
+  EXPECT_EQ(with_means->at("jpeg").decode.residual_ratio_bin_means, (std::vector<double>{0.7, 1.9}));
+  for (const nlohmann::json& bad_means : {nlohmann::json{0.7}, nlohmann::json{0.4, 1.9}, nlohmann::json{0.7, "x"}}) {
+    media["jpeg"]["stages"]["decode"]["residual_ratio_bin_means"] = bad_means;
+    auto bad = ParseMediaCostModels(media, "m.json");
+    ASSERT_FALSE(bad.ok()) << bad_means.dump();
+    EXPECT_NE(bad.status().message().find("residual_ratio_bin_means"), std::string::npos);
+  }
+  media["jpeg"]["stages"]["decode"].erase("residual_ratio_bin_means");
   media["jpeg"]["stages"]["decode"]["residual_ratio_quantiles"] = {2.0, 1.0};
   auto bad = ParseMediaCostModels(media, "m.json");
   ASSERT_FALSE(bad.ok());

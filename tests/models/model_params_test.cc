@@ -39,15 +39,34 @@ TEST(ModelParams, RejectsWrongSchemaAndBadValues) {
   auto mode =
       ParseModel(nlohmann::json::parse(R"({"schema":"simreplay.model/1","storage":{"mode":"fast"}})"), "m.json");
   EXPECT_NE(mode.status().message().find("mode must be"), std::string::npos);
+  auto first = ParseModel(
+      nlohmann::json::parse(R"({"schema":"simreplay.model/1","cpu":{"worker_warmup_first_share":1.5}})"), "m.json");
+  EXPECT_NE(first.status().message().find("cpu.worker_warmup_first_share must be in [0, 1]"), std::string::npos)
+      << first.status().message();
+  auto steady = ParseModel(
+      nlohmann::json::parse(R"({"schema":"simreplay.model/1","warmup_steady_cpu_s_per_unit":{"jpeg":"x"}})"), "m.json");
+  EXPECT_NE(steady.status().message().find("m.json: warmup_steady_cpu_s_per_unit.jpeg must be a number >= 0"),
+            std::string::npos)
+      << steady.status().message();
+  auto churn =
+      ParseModel(nlohmann::json::parse(R"({"schema":"simreplay.model/1","cpu":{"page_fault_cpu_share":0.99}})"), "m.json");
+  EXPECT_NE(churn.status().message().find("m.json: cpu.page_fault_cpu_share must be in [0, 0.95]"), std::string::npos)
+      << churn.status().message();
+  auto ratio = ParseModel(
+      nlohmann::json::parse(R"({"schema":"simreplay.model/1","cpu":{"inline_page_fault_ratio":1e300}})"), "m.json");
+  EXPECT_NE(ratio.status().message().find("m.json: cpu.inline_page_fault_ratio must be in [0, 100]"), std::string::npos)
+      << ratio.status().message();
 }
 
 TEST(ModelParams, JsonRoundTrip) {
   ModelParams m;
   m.cpu.worker_cost_scale = 0.8;
   m.info["cpu.worker_cost_scale"] = {false, "calibrated"};
+  m.warmup_steady_cpu_s_per_unit = {{"jpeg", 2.5e-8}, {"mp4", 3e-8}};
   auto back = ParseModel(ModelToJson(m), "roundtrip");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_DOUBLE_EQ(back->cpu.worker_cost_scale, 0.8);
+  EXPECT_EQ(back->warmup_steady_cpu_s_per_unit, m.warmup_steady_cpu_s_per_unit);
   EXPECT_FALSE(back->info["cpu.worker_cost_scale"].assumed);
 }
 

@@ -89,20 +89,38 @@ TEST(Extrapolation, ShortEpochsWithinOnePercentOfFullSimulation) {
   Report("short epochs, 1 GPU", Compare(setup, kJobSteps));
 }
 
-TEST(Extrapolation, LongEpochTwoRanksWithCommunicationWithinOnePercent) {
-  // 4 nodes x 2 GPUs (100000 samples: 12500 per rank, one epoch per 1563 steps, so 10 boundaries in
-  // the job), 10 MB of gradients all-reduced every step over 1 GB/s NICs as simulated flows:
-  // 2 x 3/4 x 10 MB / 1 GB/s = 15 ms between nodes, under a millisecond inside them.
+// `nodes` x 2 GPUs reading 100000 samples, 10 MB of gradients all-reduced every step over 1 GB/s NICs.
+CandidateSimSetup TwoGpuNodes(int nodes, double step_time_s) {
   CandidateSimSetup setup;
   setup.scenario_json = Scenario(0);
   setup.scenario_path = "inline";
   setup.gpus_per_node = 2;
-  setup.nodes = 4;
+  setup.nodes = nodes;
   setup.dataset_samples = 100000;
-  setup.step_time_s = 0.02;
+  setup.step_time_s = step_time_s;
   setup.gradient_bytes = 10e6;
   setup.network.nic_bytes_per_s = 1e9;
-  Report("long epochs, 2 GPUs x 4 nodes", Compare(setup, kJobSteps));
+  return setup;
+}
+
+TEST(Extrapolation, LongEpochTwoRanksWithCommunicationWithinOnePercent) {
+  // 4 nodes x 2 GPUs (100000 samples: 12500 per rank, one epoch per 1563 steps, so 10 boundaries in
+  // the job), 10 MB of gradients all-reduced every step over 1 GB/s NICs as simulated flows:
+  // 2 x 3/4 x 10 MB / 1 GB/s = 15 ms between nodes, under a millisecond inside them.
+  Report("long epochs, 2 GPUs x 4 nodes", Compare(TwoGpuNodes(4, 0.02), kJobSteps));
+}
+
+TEST(CandidateRun, FoldedClusterGivesOneIntervalPerStep) {
+  // 16 nodes x 2 GPUs fold to 8 representative nodes (sim/rank_folding.h), whose ranks alone record
+  // their steps: the candidate's step intervals are grouped by them, one per optimizer step.
+  const CandidateSimSetup setup = TwoGpuNodes(16, 0.25);  // the loaders keep up: no wait spread, the fold is kept
+  sim::CostCache cache;
+  auto point = PrepareCandidate(setup, 50, &cache);
+  ASSERT_TRUE(point.ok()) << point.status().message();
+  auto out = sim::RunIsolated({MakeCandidateJob(*point)}, 1);
+  auto run = ParseCandidateRun(out[0]);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->interval_s.size(), 50u);
 }
 
 }  // namespace

@@ -57,15 +57,43 @@ TEST(FailureModel, ComponentsNotCountedAndLabels) {
 
 TEST(FailureModel, FloorAboveWhatTheComponentsAllowIsAContradiction) {
   FailureModelSpec spec = DefaultFailureModel();
-  EXPECT_FALSE(FindFailureModelContradiction(spec, 8).has_value());
+  EXPECT_FALSE(FindFailureModelContradiction(spec).has_value());
   // 5,000 h per GPU: 1,024 GPUs fail every 4.1 h from GPUs alone, yet the floor says every cause
   // together fails them every 7.9 h.
   spec.gpu_mtbf_h.value = 5000;
-  auto why = FindFailureModelContradiction(spec, 8);
+  auto why = FindFailureModelContradiction(spec);
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("cannot both hold"), std::string::npos) << *why;
   spec.floor.enabled = false;
-  EXPECT_FALSE(FindFailureModelContradiction(spec, 8).has_value());
+  EXPECT_FALSE(FindFailureModelContradiction(spec).has_value());
+}
+
+// The floor is a measurement of 1,024 GPUs in 8-GPU nodes: the same GPUs in one-GPU nodes are 8x the
+// nodes, so they may fail more often than it. With the defaults the component rates then govern
+// (1,024/49,230 + 2 x 1,024/18,460 per hour: every 7.59 h, under the floor's 7.9 h); before, the
+// contradiction check laid the reference job out in the candidates' nodes and refused such a plan.
+TEST(FailureModel, OneGpuNodesAreNotAContradictionAndTheirComponentRatesGovern) {
+  const FailureModelSpec spec = DefaultFailureModel();
+  EXPECT_EQ(spec.floor.reference_gpus_per_node.value, 8);
+  EXPECT_EQ(spec.floor.reference_gpus_per_node.status, "assumed");
+  EXPECT_FALSE(FindFailureModelContradiction(spec).has_value());
+  const JobFailureRate one_gpu_nodes = ComputeJobFailureRate(spec, 1024, 1024);
+  EXPECT_FALSE(one_gpu_nodes.floor_governs);
+  EXPECT_NEAR(one_gpu_nodes.mtbf_s() / 3600, 1 / (1024 / 49230.0 + 2 * 1024 / 18460.0), 1e-9);
+  EXPECT_LT(one_gpu_nodes.mtbf_s() / 3600, 7.9);
+  const JobFailureRate eight_gpu_nodes = ComputeJobFailureRate(spec, 1024, 128);
+  EXPECT_TRUE(eight_gpu_nodes.floor_governs);
+  EXPECT_NEAR(eight_gpu_nodes.mtbf_s() / 3600, 7.9, 1e-9);
+}
+
+TEST(FailureModel, TheReferenceLayoutDecidesTheContradiction) {
+  FailureModelSpec spec = DefaultFailureModel();
+  // The same 1,024 GPUs measured in one-GPU nodes: 1,024 nodes' hardware alone fails that job every
+  // 7.59 h, more often than the floor's every-cause 7.9 h.
+  spec.floor.reference_gpus_per_node.value = 1;
+  auto why = FindFailureModelContradiction(spec);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("1024 GPUs in 1024 nodes"), std::string::npos) << *why;
 }
 
 }  // namespace

@@ -253,6 +253,84 @@ TEST(PlanCli, KnownFailuresReplayExactlyThatSchedule) {
   EXPECT_NE(early.output.find("must fall after the phases before training"), std::string::npos) << early.output;
 }
 
+// reliability.launch_spread end to end: every trial draws its start-up and its restarts from the timed
+// launches (offsets from job.phases.preprocess_s and reliability.restart_s), so a known schedule is no
+// longer one trial; with no failure the totals are, by hand, the failure-free replay shifted by each
+// start-up's offset (-100 s or +100 s), and both inputs are labelled as given.
+TEST(PlanCli, ALaunchSpreadReplaysAKnownScheduleOverTheTimedLaunches) {
+  fs::path dir = Fresh("plan_launch_spread");
+  fs::create_directories(dir);
+  auto plan = OneCandidatePlan();
+  plan["reliability"]["launch_spread"] = {{"preprocess_s", {3500, 3700}}, {"restart_s", {500, 700}}};
+  plan["monte_carlo"] = {{"trials", 300}, {"seed", 1}};
+  const auto none = RunWithKnownFailures(dir, &plan, nlohmann::json::array(), "none");
+  const auto& mc = none["reservation_monte_carlo"]["expected"];
+  EXPECT_EQ(mc["trials"], 300);
+  EXPECT_NE(mc["note"].get<std::string>().find("over the launch spread (2 fresh, 2 resumed launches): 300 trials"),
+            std::string::npos)
+      << mc["note"];
+  const double day = 86400, buffer = 0.15;
+  const auto& g = none["goodput"];
+  const double tau = g["checkpoint_interval_s"], delta = g["checkpoint_write_s"];
+  const double work = none["budget"]["training_s"].get<double>() + none["budget"]["eval_s"].get<double>();
+  const double free_s = FixedPhasesS(none) + work + std::ceil(work / tau) * delta;
+  EXPECT_NEAR(mc["p2_5_days"].get<double>() * day, (free_s - 100) * (1 + buffer), 1e-8 * free_s);
+  EXPECT_NEAR(mc["p97_5_days"].get<double>() * day, (free_s + 100) * (1 + buffer), 1e-8 * free_s);
+  EXPECT_LE(mc["p2_5_days"].get<double>(), mc["p50_days"].get<double>());
+  EXPECT_LE(mc["p50_days"].get<double>(), mc["p97_5_days"].get<double>());
+  std::map<std::string, std::string> status;
+  const auto whole = nlohmann::json::parse(Slurp(dir / "none" / "plan.json"));
+  for (const auto& x : whole["assumptions"]) status[x["input"]] = x["status"];
+  EXPECT_EQ(status["reliability.launch_spread.preprocess_s"], "input");
+  EXPECT_EQ(status["reliability.launch_spread.restart_s"], "input");
+  // One failure 10,000 s into training: the restart's spread moves the totals by 200 s between its ends.
+  const auto one = RunWithKnownFailures(dir, &plan, {4600 + 10000}, "one");
+  const auto& mc1 = one["reservation_monte_carlo"]["expected"];
+  EXPECT_EQ(mc1["mean_failures"], 1);
+  // (a later start-up makes the fixed-time failure lose as much less work as it starts later: no change)
+  EXPECT_NEAR((mc1["p97_5_days"].get<double>() - mc1["p2_5_days"].get<double>()) * day, 200 * (1 + buffer), 1e-8 * free_s);  // plan.json rounds days to 10 digits
+  // Launches of a restart that is given as parts: bad input, one line.
+  plan["reliability"].erase("restart_s");
+  std::ofstream(dir / "parts.json") << plan.dump();
+  auto parts = RunCli("plan " + (dir / "parts.json").string() + " --out " + (dir / "parts").string());
+  EXPECT_EQ(parts.exit_code, 3) << parts.output;
+  EXPECT_NE(parts.output.find("'reliability.launch_spread.restart_s' gives launches of 'reliability.restart_s'"),
+            std::string::npos)
+      << parts.output;
+}
+
+// uncertainty.bias end to end: the expected row plans the simulated training time x (1 + bias) (budget,
+// goodput, the replay); the interval's ends stay where the band puts them; a bias outside the band is
+// bad input, one line.
+TEST(PlanCli, ABiasMovesTheExpectedRowAndLeavesTheIntervalWhereTheBandPutsIt) {
+  fs::path dir = Fresh("plan_bias");
+  fs::create_directories(dir);
+  auto plan = OneCandidatePlan();
+  plan["uncertainty"] = {{"error_low", -0.2}, {"error_high", 0.1}, {"source", "test band"}};
+  const auto plain = RunWithKnownFailures(dir, &plan, nlohmann::json::array(), "plain");
+  plan["uncertainty"]["bias"] = -0.05;
+  const auto biased = RunWithKnownFailures(dir, &plan, nlohmann::json::array(), "biased");
+  const double training = plain["budget"]["training_s"];
+  EXPECT_NEAR(biased["budget"]["training_s"].get<double>(), training * 0.95, 1e-8 * training);
+  for (const char* end : {"budget_low", "budget_high"}) {
+    EXPECT_EQ(biased[end]["training_s"], plain[end]["training_s"]) << end;
+  }
+  const auto& mc = plain["reservation_monte_carlo"];
+  const auto& mcb = biased["reservation_monte_carlo"];
+  EXPECT_EQ(mcb["optimistic"]["mean_days"], mc["optimistic"]["mean_days"]);
+  EXPECT_EQ(mcb["pessimistic"]["mean_days"], mc["pessimistic"]["mean_days"]);
+  EXPECT_LT(mcb["expected"]["mean_days"].get<double>(), mc["expected"]["mean_days"].get<double>());
+  std::map<std::string, std::string> value;
+  const auto whole = nlohmann::json::parse(Slurp(dir / "biased" / "plan.json"));
+  for (const auto& x : whole["assumptions"]) value[x["input"]] = x["value"];
+  EXPECT_EQ(value["uncertainty.bias"], "-5.00%");
+  plan["uncertainty"]["bias"] = 0.15;  // above error_high
+  std::ofstream(dir / "outside.json") << plan.dump();
+  auto outside = RunCli("plan " + (dir / "outside.json").string() + " --out " + (dir / "outside").string());
+  EXPECT_EQ(outside.exit_code, 3) << outside.output;
+  EXPECT_NE(outside.output.find("uncertainty.bias"), std::string::npos) << outside.output;
+}
+
 // job.checkpoint.every_steps end to end: the analytic model's tau is the work of K steps and their
 // share of the evaluations; the replay keeps the saves at their steps, so a failure-free job costs the
 // work and one save per K steps (the last segment shorter), and a failure just after the first save
@@ -339,8 +417,8 @@ TEST(PlanCli, WithoutTheRuleABatchFarAboveTheMeasuredOneWarns) {
 }
 
 TEST(PlanCli, AClusterTheSimulatorCannotHoldIsBadInputInOneLine) {
-  // 16384 nodes x 64 GPUs is within the loader's node limit, but its simulator memory estimate is
-  // far over the limit: exit 3, one line naming the plan and the candidate, nothing written.
+  // 16384 nodes x 64 GPUs is within the loader's node limit, but its platform (over a million GPUs) is
+  // far over what the simulator builds: exit 3, one line naming the plan and the candidate, nothing written.
   fs::path dir = Fresh("plan_unholdable");
   fs::create_directories(dir);
   std::string text = OneGpuSmallPlan("", "[1, 16384]");
@@ -352,7 +430,8 @@ TEST(PlanCli, AClusterTheSimulatorCannotHoldIsBadInputInOneLine) {
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("plan.json: candidate a100-80gb x 16384 nodes (ddp) cannot be simulated"), std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("GB to simulate"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("16384 nodes x 64 GPUs are 1048576 GPUs, more than the 131072"), std::string::npos)
+      << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
@@ -566,6 +645,83 @@ TEST(PlanCli, CheckpointStallFallsBackToTheClosedFormWithoutStorageBandwidth) {
     EXPECT_NE(c["checkpoint"]["source"].get<std::string>().find("aggregate_bytes_per_s"), std::string::npos);
     EXPECT_TRUE(c["checkpoint"]["window_interval_steps"].is_null());
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Plans OneCandidatePlan() on `gpus` (measured_on the first) into dir/name; returns the whole plan.json,
+// or the CLI's result when it does not exit 0.
+simreplay::testing::CliOutcome PlanOn(const fs::path& dir, const std::string& name, const std::vector<std::string>& gpus,
+                                     nlohmann::json plan = OneCandidatePlan()) {
+  plan["measured_on"] = gpus.front();
+  plan["candidates"]["gpu"] = gpus;
+  plan["prices_per_gpu_hour"] = nlohmann::json::object();
+  for (const auto& g : gpus) plan["prices_per_gpu_hour"][g] = 1.0;
+  std::ofstream(dir / (name + ".json")) << plan.dump();
+  return RunCli("plan " + (dir / (name + ".json")).string() + " --out " + (dir / name).string() + " --jobs 1");
+}
+
+// The emulated accelerator (docs/planning.md, "The emulated accelerator"): the planned job runs exactly the
+// scenario's step, so the step is an input, not an assumption: no step_time_assumed widening, nothing
+// provisional; the same plan on a real GPU assumes the emulated step and widens by (0.20, 0.25).
+TEST(PlanCli, TheEmulatedAcceleratorRunsTheScenarioStepExactly) {
+  fs::path dir = Fresh("plan_emulated");
+  fs::create_directories(dir);
+  ASSERT_EQ(PlanOn(dir, "emulated", {"emulated"}).exit_code, 0);
+  ASSERT_EQ(PlanOn(dir, "gpu", {"a100-80gb"}).exit_code, 0);
+  const auto emulated = nlohmann::json::parse(Slurp(dir / "emulated" / "plan.json"));
+  const auto gpu = nlohmann::json::parse(Slurp(dir / "gpu" / "plan.json"));
+  std::map<std::string, std::string> status;
+  for (const auto& x : emulated["assumptions"]) status[x["input"]] = x["status"];
+  EXPECT_EQ(status["step_time_s[emulated]"], "input");
+  for (const auto& x : emulated["assumptions"]) {
+    if (x["input"] == "step_time_s[emulated]") {
+      EXPECT_NE(x["source"].get<std::string>().find("the emulated accelerator runs exactly this step"),
+                std::string::npos);
+    }
+  }
+  const auto& e = emulated["candidates"][0];
+  const auto& g = gpu["candidates"][0];
+  EXPECT_DOUBLE_EQ(e["step_time_s"].get<double>(), g["step_time_s"].get<double>());
+  for (const auto& x : e["extrapolations"]) EXPECT_NE(x["kind"], "step_time_assumed");
+  bool gpu_assumes_step = false;
+  for (const auto& x : g["extrapolations"]) gpu_assumes_step = gpu_assumes_step || x["kind"] == "step_time_assumed";
+  EXPECT_TRUE(gpu_assumes_step);
+  EXPECT_NEAR(e["interval_multipliers"][0].get<double>() - 0.20, g["interval_multipliers"][0].get<double>(), 1e-9);
+  EXPECT_NEAR(e["interval_multipliers"][1].get<double>() + 0.25, g["interval_multipliers"][1].get<double>(), 1e-9);
+  EXPECT_FALSE(emulated["provisional"].get<bool>());
+  EXPECT_TRUE(gpu["provisional"].get<bool>());
+}
+
+TEST(PlanCli, TheEmulatedAcceleratorBesideARealGpuOrAGpuStepIsBadInputInOneLine) {
+  fs::path dir = Fresh("plan_emulated_bad");
+  fs::create_directories(dir);
+  auto mixed = PlanOn(dir, "mixed", {"emulated", "a100-80gb"});
+  EXPECT_EQ(mixed.exit_code, 3) << mixed.output;
+  EXPECT_NE(mixed.output.find("\"a100-80gb\" is a real GPU beside the emulated accelerator"), std::string::npos)
+      << mixed.output;
+  EXPECT_FALSE(fs::exists(dir / "mixed" / "plan.json"));
+  auto measured_on_gpu = PlanOn(dir, "measured_on_gpu", {"a100-80gb", "emulated"});
+  EXPECT_EQ(measured_on_gpu.exit_code, 3) << measured_on_gpu.output;
+  EXPECT_NE(measured_on_gpu.output.find("measured_on: \"a100-80gb\" is a real GPU"), std::string::npos)
+      << measured_on_gpu.output;
+  // A step measured on a GPU (a CUDA model, no step time in the scenario) is no emulated step.
+  auto model = nlohmann::json::parse(Slurp(std::string(SIMREPLAY_SOURCE_DIR) + "/examples/quickstart/model.json"));
+  model["gpu"]["accelerator"] = "cuda";
+  model["trace"] = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/quickstart/trace.jsonl.gz";
+  std::ofstream(dir / "cuda-model.json") << model.dump();
+  auto scenario = nlohmann::json::parse(Slurp(std::string(SIMREPLAY_SOURCE_DIR) + "/examples/plan/scenario.json"));
+  scenario["model"] = (dir / "cuda-model.json").string();
+  scenario["train"].erase("step_time_s");
+  std::ofstream(dir / "cuda-scenario.json") << scenario.dump();
+  auto plan = OneCandidatePlan();
+  plan["scenario"] = (dir / "cuda-scenario.json").string();
+  auto cuda = PlanOn(dir, "cuda", {"emulated"}, plan);
+  EXPECT_EQ(cuda.exit_code, 3) << cuda.output;
+  EXPECT_NE(cuda.output.find("the emulated accelerator needs an emulated scenario"), std::string::npos) << cuda.output;
+  EXPECT_EQ(std::count(cuda.output.begin(), cuda.output.end(), '\n'), 1) << cuda.output;
 }
 
 }  // namespace

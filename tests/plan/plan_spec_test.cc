@@ -184,6 +184,19 @@ TEST(PlanSpec, ReliabilityDefaultsAreAssumedAndGivenRatesAreInput) {
   EXPECT_EQ(parts->monte_carlo.seed, 9u);
 }
 
+// Candidates of one GPU per node with the default failure model: the floor's reference job keeps its
+// own 8-GPU nodes, so the plan is accepted (it used to be refused as a contradiction).
+TEST(PlanSpec, OneGpuPerNodeCandidatesTakeTheDefaultFailureModel) {
+  auto plan = ParsePlan(Replace(Replace(kExample, R"("gpus_per_node": 8)", R"("gpus_per_node": 1)"),
+                                R"("reliability": {"gpu_mtbf_h": 50000, "restart_s": 900})", R"("reliability": {})"),
+                        "p.json");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->candidates.gpus_per_node, 1);
+  EXPECT_TRUE(plan->reliability.failures.floor.enabled);
+  EXPECT_EQ(plan->reliability.failures.floor.reference_gpus_per_node.status, "assumed");
+  EXPECT_DOUBLE_EQ(plan->reliability.failures.floor.reference_gpus_per_node.value, 8);
+}
+
 TEST(PlanSpec, ContradictoryOrImpossibleReliabilityIsFileLineError) {
   const std::string line = R"("reliability": {"gpu_mtbf_h": 50000, "restart_s": 900})";
   struct Case {
@@ -198,6 +211,11 @@ TEST(PlanSpec, ContradictoryOrImpossibleReliabilityIsFileLineError) {
       {R"("reliability": {"small_job_floor": {"job_mttf_h": 0}})", "small_job_floor.job_mttf_h' must be a number in (0"},
       // 5,000 h per GPU fails 1,024 GPUs every 4.1 h from GPUs alone, below the floor's all-cause 7.9 h.
       {R"("reliability": {"gpu_mtbf_h": 5000})", "p.json:12: the small-job floor"},
+      // The floor measured on one-GPU nodes: 1,024 nodes' hardware alone fails that job every 7.59 h.
+      {R"("reliability": {"small_job_floor": {"job_mttf_h": 7.9, "reference_gpus": 1024, "reference_gpus_per_node": 1}})",
+       "all-cause job MTTF of 7.9 h at 1024 GPUs in 1024 nodes"},
+      {R"("reliability": {"small_job_floor": {"job_mttf_h": 7.9, "reference_gpus_per_node": 0}})",
+       "'reliability.small_job_floor.reference_gpus_per_node' must be a number in (0, 1024]"},
       {R"("reliability": {"restart_s": 900, "restart": {"detection_s": 60}})",
        "p.json:12: 'reliability.restart_s' (one fixed figure) and 'reliability.restart' (its parts) contradict"},
       {R"("reliability": {"restart": {"detection_s": -1}})", "'reliability.restart.detection_s' must be a number"},
@@ -244,6 +262,41 @@ TEST(PlanSpec, KnownFailuresAreAnAscendingScheduleAfterThePhasesBeforeTraining) 
       {R"("reliability": {"known_failures": [41000]})",
        "'reliability.known_failures' must fall after the phases before training (download + preprocess = 41000 s), "
        "found 41000"},
+  };
+  for (const auto& c : cases) {
+    auto bad = ParsePlan(Replace(kExample, line, c.to), "p.json");
+    ASSERT_FALSE(bad.ok()) << c.to;
+    EXPECT_NE(bad.status().message().find(c.expected), std::string::npos)
+        << "got: " << bad.status().message() << "\nexpected: " << c.expected;
+  }
+}
+
+TEST(PlanSpec, LaunchSpreadIsTwoOrMoreTimedLaunchesOfTheStartUpOrOfAFixedRestart) {
+  const std::string line = R"("reliability": {"gpu_mtbf_h": 50000, "restart_s": 900})";
+  auto plan = ParsePlan(
+      Replace(kExample, line,
+              R"("reliability": {"restart_s": 900, "launch_spread": {"preprocess_s": [36000, 36500.5], "restart_s": [850, 900, 1200]}})"),
+      "p.json");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->reliability.launch_preprocess_s, (std::vector<double>{36000, 36500.5}));
+  EXPECT_EQ(plan->reliability.launch_restart_s, (std::vector<double>{850, 900, 1200}));
+  EXPECT_TRUE(ParsePlan(kExample, "p.json")->reliability.launch_preprocess_s.empty());
+  struct Case {
+    std::string to, expected;
+  };
+  const Case cases[] = {
+      {R"("reliability": {"launch_spread": {"preprocess_s": [36000]}})",
+       "p.json:12: 'reliability.launch_spread.preprocess_s' must be an array of 2 to 100000 launch times in s, found 1 "
+       "value(s)"},
+      {R"("reliability": {"launch_spread": {"preprocess_s": 36000}})", "launch times in s, found 36000"},
+      {R"("reliability": {"launch_spread": {"preprocess_s": [36000, -1]}})",
+       "'reliability.launch_spread.preprocess_s' values must be seconds in (0, 1e7], found -1"},
+      {R"("reliability": {"launch_spread": {"preprocess_s": [36000, "nan"]}})", "found \"nan\""},
+      {R"("reliability": {"launch_spread": {}})", "needs 'preprocess_s' or 'restart_s'"},
+      {R"("reliability": {"launch_spread": {"start_s": [1, 2]}})", "unknown key 'start_s' in 'reliability.launch_spread'"},
+      {R"("reliability": {"launch_spread": {"restart_s": [850, 900]}})",
+       "'reliability.launch_spread.restart_s' gives launches of 'reliability.restart_s' (one fixed figure), which is "
+       "not given"},
   };
   for (const auto& c : cases) {
     auto bad = ParsePlan(Replace(kExample, line, c.to), "p.json");

@@ -243,6 +243,50 @@ TEST(ReservationMonteCarloKnownFailures, ContinuousSavesAndAPartialLastSegment) 
   EXPECT_EQ(failures, 1);
 }
 
+// The launch spread: a failure 5 s after the first save (at 110 s) is 5 s of lost work when training
+// starts on time and the whole first segment when it starts 10 s late (the save not yet committed).
+// By hand: offset 0: 1,100 + 5 lost + 50 restart = 1,155; offset +10: the clock starts at 10, the
+// failure at 115 s cuts the first segment (due at 120 s), restart to 165 s, ten segments: 1,265.
+TEST(ReservationMonteCarloKnownFailures, ALaunchSpreadReplaysTheScheduleOnBothSidesOfASave) {
+  ReplayInput in = KnownScheduleJob({115});
+  in.start_offsets_s = {0, 10};
+  ReplayOptions options;
+  options.trials = 400;
+  const ReservationDistribution d = SimulateReservation(in, {1160 / kDay, 1300 / kDay}, options);
+  EXPECT_EQ(d.trials, 400);
+  EXPECT_NE(d.note.find("over the launch spread (2 fresh, 0 resumed launches): 400 trials"), std::string::npos) << d.note;
+  EXPECT_NEAR(d.p2_5_days * kDay, 1155, 1e-6);
+  EXPECT_NEAR(d.p97_5_days * kDay, 1265, 1e-6);
+  EXPECT_GT(d.p_within[0], 0.35);  // about half the trials take each side
+  EXPECT_LT(d.p_within[0], 0.65);
+  EXPECT_DOUBLE_EQ(d.p_within[1], 1);
+  EXPECT_DOUBLE_EQ(d.mean_failures, 1);
+  // Deterministic: the same inputs, the same bytes.
+  const ReservationDistribution again = SimulateReservation(in, {1160 / kDay, 1300 / kDay}, options);
+  EXPECT_EQ(again.mean_days, d.mean_days);
+  EXPECT_EQ(again.p_within, d.p_within);
+}
+
+TEST(ReservationMonteCarloKnownFailures, AFailureDuringTheStartUpIsARestartAndRestartsDrawTheirOwnSpread) {
+  // Training would start 20 s late; the failure at 15 s hits the start-up: restart from 15 s to 65 s,
+  // nothing lost, then the failure-free 1,100 s: 1,165.
+  ReplayInput in = KnownScheduleJob({15});
+  in.start_offsets_s = {20, 20};
+  int64_t failures = 0;
+  EXPECT_NEAR(ReplayTrainingOnceS(in, 1, &failures), 1165, 1e-9);
+  EXPECT_EQ(failures, 1);
+  // Restarts of 50 s or 80 s (offsets 0 and +30) after the failure at 345 s: 1,165 or 1,195.
+  in = KnownScheduleJob({345});
+  in.restart_offsets_s = {0, 30};
+  ReplayOptions options;
+  options.trials = 200;
+  const ReservationDistribution d = SimulateReservation(in, {1170 / kDay}, options);
+  EXPECT_NEAR(d.p2_5_days * kDay, 1165, 1e-6);
+  EXPECT_NEAR(d.p97_5_days * kDay, 1195, 1e-6);
+  EXPECT_GT(d.p_within[0], 0.3);
+  EXPECT_LT(d.p_within[0], 0.7);
+}
+
 TEST(ReservationMonteCarloKnownFailures, FixedPhasesAndBufferWrapTheReplayedPart) {
   ReplayInput in = KnownScheduleJob({345});
   in.fixed_s = 35;

@@ -58,6 +58,26 @@ TEST(TraceReader, ReadsSampleFields) {
   EXPECT_FALSE(s.unsplit);
 }
 
+TEST(TraceReader, SamplePageFaultsAreOptionalNonNegativeAndRoundTrip) {
+  std::string with = kSample;
+  with.insert(with.size() - 1, R"(,"cpu_ns":900,"minflt":240)");
+  auto reader =
+      TraceReader::Open(WriteText("faults.jsonl", std::string(kHeader) + "\n" + with + "\n" + kSample + "\n"));
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  TraceRecord record;
+  ASSERT_TRUE(*(*reader)->Next(&record));
+  EXPECT_EQ(std::get<SampleRecord>(record).minflt, 240);
+  EXPECT_EQ(ToJson(record)["minflt"], 240);
+  ASSERT_TRUE(*(*reader)->Next(&record));
+  EXPECT_EQ(std::get<SampleRecord>(record).minflt, -1);
+  EXPECT_FALSE(ToJson(record).contains("minflt"));
+  std::string negative = with;
+  negative.replace(negative.find("\"minflt\":240"), 12, "\"minflt\":-3");
+  int n = 0;
+  std::string err = ReadAll(WriteText("faultneg.jsonl", std::string(kHeader) + "\n" + negative + "\n"), &n);
+  EXPECT_NE(err.find("faultneg.jsonl:2: field 'minflt' must be >= 0"), std::string::npos) << err;
+}
+
 TEST(TraceReader, StepCpuAndAcceleratorPartsAreOptionalAndRoundTrip) {
   const std::string with = R"({"type":"step","rank":0,"step":2,"t_start_ns":5,"compute_ns":70,"comm_ns":3,)"
                            R"("step_ns":73,"micro_batches":1,"cpu_ns":16,"accel_ns":50})";
@@ -79,6 +99,25 @@ TEST(TraceReader, StepCpuAndAcceleratorPartsAreOptionalAndRoundTrip) {
   int n = 0;
   std::string err = ReadAll(WriteText("stepneg.jsonl", std::string(kHeader) + "\n" + negative + "\n"), &n);
   EXPECT_NE(err.find("stepneg.jsonl:2: field 'cpu_ns' must be >= 0"), std::string::npos) << err;
+}
+
+TEST(TraceReader, WorkerMainThreadCpuIsOptionalAndRoundTrips) {
+  const std::string base = R"({"type":"worker","rank":0,"worker":0,"pid":7,"t_ns":5,"rss_bytes":1,"pss_bytes":1,)"
+                           R"("cpu_ns":900,"io_read_bytes":0)";
+  const std::string with = base + R"(,"main_thread_cpu_ns":700})";
+  auto reader = TraceReader::Open(WriteText("workers.jsonl", std::string(kHeader) + "\n" + with + "\n" + base + "}\n"));
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  TraceRecord record;
+  ASSERT_TRUE(*(*reader)->Next(&record));
+  EXPECT_EQ(std::get<WorkerRecord>(record).main_thread_cpu_ns, 700);
+  EXPECT_EQ(ToJson(record)["main_thread_cpu_ns"], 700);
+  ASSERT_TRUE(*(*reader)->Next(&record));
+  EXPECT_EQ(std::get<WorkerRecord>(record).main_thread_cpu_ns, -1);
+  EXPECT_FALSE(ToJson(record).contains("main_thread_cpu_ns"));
+  int n = 0;
+  std::string err = ReadAll(
+      WriteText("workerneg.jsonl", std::string(kHeader) + "\n" + base + R"(,"main_thread_cpu_ns":-2})" + "\n"), &n);
+  EXPECT_NE(err.find("workerneg.jsonl:2: field 'main_thread_cpu_ns' must be >= 0"), std::string::npos) << err;
 }
 
 TEST(TraceReader, RejectsWrongSchemaVersion) {

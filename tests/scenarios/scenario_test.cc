@@ -45,6 +45,17 @@ TEST(Scenario, RejectsBadValuesNamingTheField) {
   j = Base();
   j["train"]["step_time_s"] = -0.5;
   EXPECT_NE(ErrorOf(j).find("'step_time_s' must be >= 0"), std::string::npos);
+  j = Base();
+  j["replay"] = {{"rank_folding", "maybe"}};
+  EXPECT_NE(ErrorOf(j).find("s.json: replay: 'rank_folding' must be \"auto\" or \"off\", found \"maybe\""),
+            std::string::npos)
+      << ErrorOf(j);
+  j = Base();
+  j["replay"] = {{"rank_folding", "off"}};
+  auto off = ParseScenario(j, "s.json", "/base");
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_FALSE(off->rank_folding);
+  EXPECT_TRUE(ParseScenario(Base(), "s.json", "/base")->rank_folding);
 }
 
 TEST(Scenario, ClusterKeysParseWithDefaults) {
@@ -91,7 +102,10 @@ TEST(Scenario, ClusterKeysParseWithDefaults) {
 // 4096 nodes x 8 GPUs x 2 workers: 32768 x 4 = 131072 actors x (262144 + 16000) B = 36.46 GB, plus
 // 32768 ranks x 1000 steps x 16 B = 0.52 GB, plus 64 MB: 37.05 GB, under the 64 GB limit.
 // 16384 nodes x 1 GPU, no workers: 32768 actors x 278144 B = 9.11 GB + 0.26 GB + 0.06 GB: loads.
-// 4096 nodes x 8 GPUs x 8 workers: 327680 actors x 278144 B = 91.14 GB + 0.52 + 0.06 = 91.73 GB: refused.
+// 4096 nodes x 8 GPUs x 8 workers: 327680 actors x 278144 B = 91.14 GB + 0.52 + 0.06 = 91.73 GB to
+// simulate every rank: refused with rank folding off. Folded (the default) it is 8 nodes' 64 ranks x 10
+// guarded actors x 48 kB = 30.7 MB + 64 x 1000 x 16 B + the other 32704 ranks' platform share of 8 kB
+// each (261.6 MB) + 64 MB = 357.4 MB: loads.
 TEST(Scenario, ClusterSizesUpToTheLimitLoadAndWhatCannotFitIsRefused) {
   auto parse = [](int nodes, int gpus, int workers) {
     auto j = Base();
@@ -105,7 +119,23 @@ TEST(Scenario, ClusterSizesUpToTheLimitLoadAndWhatCannotFitIsRefused) {
   EXPECT_NEAR(EstimatedSimulationBytes(*planner_largest), 131072 * 278144.0 + 32768 * 1000 * 16.0 + 64e6, 1);
   EXPECT_TRUE(parse(16384, 1, 0).ok());
   EXPECT_FALSE(parse(16385, 1, 0).ok());
-  auto too_big = parse(4096, 8, 8);
+  EXPECT_TRUE(parse(16384, 8, 8).ok());  // 131,072 GPUs: the most the simulator builds a platform for
+  auto too_many_gpus = parse(16384, 9, 0);
+  ASSERT_FALSE(too_many_gpus.ok());
+  EXPECT_NE(too_many_gpus.status().message().find(
+                "s.json: cluster: 16384 nodes x 9 GPUs are 147456 GPUs, more than the 131072 the simulator builds"),
+            std::string::npos)
+      << too_many_gpus.status().message();
+  auto folded = parse(4096, 8, 8);
+  ASSERT_TRUE(folded.ok()) << folded.status().message();
+  EXPECT_NEAR(EstimatedSimulationBytes(*folded, SimulatedNodesAtLeast(*folded)),
+              640 * 48e3 + 64 * 1000 * 16.0 + 32704 * 8e3 + 64e6, 1);
+  auto j = Base();
+  j["cluster"] = {{"nodes", 4096}, {"gpus_per_node", 8}};
+  j["loader"]["num_workers"] = 8;
+  j["train"]["steps"] = 1000;
+  j["replay"] = {{"rank_folding", "off"}};
+  auto too_big = ParseScenario(j, "s.json", ".");
   ASSERT_FALSE(too_big.ok());
   EXPECT_NE(too_big.status().message().find("s.json: cluster: 4096 nodes x 8 GPUs with 8 workers per rank need an "
                                             "estimated 92 GB to simulate, more than the 64 GB limit"),

@@ -93,6 +93,22 @@ TEST(WhatIfKeys, StreamedTierAndRequestRate) {
             std::string::npos);
 }
 
+TEST(WhatIfKeys, StreamedShardLengths) {
+  auto s = ParseScenario(WithKey("storage", R"({"tiers": [{"kind": "object_store", "latency_s": 0.03,
+      "bytes_per_s_per_stream": 1e8, "shard_samples": 64, "shard_bytes": [1064960, 0, 512000]}]})"),
+                         "s.json", "/base");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->storage.tiers[0].shard_bytes, (std::vector<double>{1064960, 0, 512000}));
+  const std::string negative =
+      Error(WithKey("storage", R"({"tiers": [{"kind": "local", "shard_samples": 4, "shard_bytes": [10, -1]}]})"));
+  EXPECT_NE(negative.find("'shard_bytes'[1]"), std::string::npos) << negative;
+  EXPECT_NE(Error(WithKey("storage", R"({"tiers": [{"kind": "local", "shard_samples": 4, "shard_bytes": 10}]})"))
+                .find("must be an array"),
+            std::string::npos);
+  EXPECT_NE(Error(WithKey("storage", R"({"tiers": [{"kind": "local", "shard_bytes": [10]}]})")).find("needs 'shard_samples'"),
+            std::string::npos);
+}
+
 TEST(WhatIfKeys, AccessAndDecodeDevice) {
   auto s = ParseScenario(WithKey("data", R"({"format": "tfrecord", "access": "sequential"})"), "s.json", "/base");
   ASSERT_TRUE(s.ok()) << s.status().message();

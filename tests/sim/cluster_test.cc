@@ -4,6 +4,7 @@
 // Network defaults (scenario.h): NIC 12.5e9 B/s with 5 us latency, intra-node 300e9 B/s with 2 us.
 // A GPU-to-GPU route across nodes is NVLink up + NIC up + NIC down + NVLink down: 2+5+5+2 = 14 us;
 // inside a node NVLink up + NVLink down: 4 us.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -198,6 +199,26 @@ TEST(Cluster, StepHostCpuWorkWaitsForTheCores) {
     auto r = Simulate(in, &metrics);
     EXPECT_NEAR(r["makespan_s"].get<double>(), 3 * step_s, kTol) << cores << " cores";
     for (double busy : r["rank_gpu_busy_s"]) EXPECT_NEAR(busy, 3 * step_s, kTol);
+  }
+}
+
+TEST(Cluster, TheFirstStepAfterALaterEpochsForkPaysItsHostCpu) {
+  // 1 rank, 4 samples of batch 1 (4 steps an epoch), 10 steps of 0.1 s accelerator + 0.01 s of loop
+  // CPU: 1.1 s. With 0.05 s more in the first step after each fork of the non-persistent worker, the
+  // forks of epochs 1 and 2 add 0.1 s (the first epoch's belongs to the run's warm-up, which the model
+  // leaves out); persistent workers are forked once, and with 0 workers nothing is forked.
+  auto costs = FreeCosts(4);
+  for (auto [workers, persistent, makespan_s] :
+       {std::tuple{1, false, 1.2}, std::tuple{1, true, 1.1}, std::tuple{0, false, 1.1}}) {
+    SimInput in = Cluster(&costs, 1, 1, 0.1, 10);
+    in.scenario.loader.num_workers = workers;
+    in.scenario.loader.persistent_workers = persistent;
+    in.model.cpu.worker_shutdown_s = 0;
+    in.model.cpu.worker_resume_s = 0;
+    in.model.gpu.step_host_cpu_s = 0.01;
+    in.model.gpu.step_host_cpu_after_fork_s = 0.05;
+    SCOPED_TRACE(fmt::format("{} workers, persistent {}", workers, persistent));
+    EXPECT_NEAR(Simulate(in)["makespan_s"].get<double>(), makespan_s, kTol);
   }
 }
 
@@ -468,27 +489,12 @@ TEST(Cluster, ExactShortcutsMatchTheFullReference) {
   // 8 nodes x 4 GPUs with varied loading, lognormal GPU steps, 25 MB buckets overlapped with backward,
   // for each collective algorithm on a fat-tree of leaves of 2 nodes. Every statistic and metric agrees
   // to 1e-9 (summation order aside, they are the same computation).
-  replay::SampleCostTable costs;
-  costs.formats = {"synthetic"};
-  for (int i = 0; i < 2048; ++i)
-    costs.samples.push_back({0.0002 * (i % 3), 0.001 + 0.0007 * (i % 5), 0.0003, 1000, 5000, 0, false});
-  costs.distinct_indices = 2048;
-  costs.measured.mean_collate_per_sample_s = 1e-5;
+  const replay::SampleCostTable costs = VariedCosts();
   for (auto algorithm : {scenarios::CollectiveAlgorithm::kHierarchical, scenarios::CollectiveAlgorithm::kRing,
                          scenarios::CollectiveAlgorithm::kTree, scenarios::CollectiveAlgorithm::kAnalytic}) {
-    SimInput in = Cluster(&costs, 8, 4, 0.02, 12);
-    in.scenario.loader.num_workers = 2;
-    in.scenario.loader.batch_size = 4;
-    in.scenario.replay_fidelity = "batch";
-    in.scenario.train.dataset_samples = 1 << 16;
-    in.scenario.cluster.topology = scenarios::Topology::kFatTree;
+    SimInput in = BucketedCluster(&costs, 8, 4, 0.02, 12, 0.2);
     in.scenario.cluster.fat_tree_nodes_per_switch = 2;
     in.scenario.collective.algorithm = algorithm;
-    in.scenario.collective.gradient_bytes = 1e8;
-    in.scenario.collective.bucket_bytes = 25e6;
-    in.scenario.collective.overlap = 0.6;
-    in.model.gpu.step_cv = 0.2;
-    in.model.gpu.distribution = "lognormal";
     nlohmann::json shortcut_metrics, full_metrics;
     auto shortcut = Simulate(in, &shortcut_metrics);
     auto full = Simulate(in, &full_metrics, SimOptions{.full_reference = true});
@@ -500,6 +506,7 @@ TEST(Cluster, ExactShortcutsMatchTheFullReference) {
 
 TEST(Cluster, DeterministicAt1024Ranks) {
   // 128 nodes x 8 GPUs, ring, 3 steps with real (varied) loading: two runs give identical statistics.
+  // Every rank simulated (rank folding off; tests/sim/rank_folding_test.cc checks folded runs).
   replay::SampleCostTable costs;
   costs.formats = {"synthetic"};
   for (int i = 0; i < 4096; ++i)
@@ -512,6 +519,7 @@ TEST(Cluster, DeterministicAt1024Ranks) {
   in.scenario.replay_fidelity = "batch";
   in.scenario.collective.gradient_bytes = 1e8;
   in.scenario.train.dataset_samples = 1 << 20;
+  in.scenario.rank_folding = false;
   nlohmann::json m1, m2;
   auto a = Simulate(in, &m1);
   auto b = Simulate(in, &m2);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -48,29 +49,40 @@ TEST(PreparePoint, OversubscriptionCountsEveryRankOnTheNode) {
   EXPECT_FALSE(Warns(*unpinned, "CPU contention curve assumed"));
 }
 
-// A cluster scenario: the quickstart model with a probed network and an emulated step's host CPU.
-Result<PreparedPoint> PrepareCluster(const nlohmann::json& cluster, const nlohmann::json& collective) {
+// The quickstart model changed by `change`, written to a file of this test's own, and `scenario` run on it.
+Result<PreparedPoint> PrepareWithModel(const std::function<void(models::ModelParams*)>& change, nlohmann::json scenario) {
   const std::string dir = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/quickstart";
   auto model = models::LoadModelFile(dir + "/model.json");
   EXPECT_TRUE(model.ok()) << model.status().message();
   model->trace_path = dir + "/" + model->trace_path;
-  model->gpu.step_host_cpu_s = 0.01;
-  model->collective.gradient_bytes = 8e6;
-  model->network.link_bytes_per_s = 1.2e8;
-  model->network.link_latency_s = 1e-4;
-  model->network.nominal_link_bytes_per_s = 1.25e8;
+  change(&*model);
   // One file per test: ctest runs this file's tests as parallel processes, and a shared path let one
   // test read another's half-written model.
-  const std::string path = ::testing::TempDir() + "/point_runner_cluster_model_" +
+  const std::string path = ::testing::TempDir() + "/point_runner_model_" +
                            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json";
   std::ofstream(path) << models::ModelToJson(*model).dump();
-  nlohmann::json j = {{"model", path},       {"loader", {{"num_workers", 1}, {"batch_size", 8}}},
-                      {"cluster", cluster},  {"collective", collective},
-                      {"train", {{"steps", 4}}}};
-  auto s = scenarios::ParseScenario(j, dir + "/scenario.json", dir);
+  scenario["model"] = path;
+  auto s = scenarios::ParseScenario(scenario, dir + "/scenario.json", dir);
   EXPECT_TRUE(s.ok()) << s.status().message();
   CostCache cache;
   return PreparePoint(*s, &cache);
+}
+
+// A cluster scenario: the quickstart model with a probed network and an emulated step's host CPU.
+Result<PreparedPoint> PrepareCluster(const nlohmann::json& cluster, const nlohmann::json& collective) {
+  return PrepareWithModel(
+      [](models::ModelParams* m) {
+        m->gpu.step_host_cpu_s = 0.01;
+        m->gpu.step_host_cpu_after_fork_s = 0.03;
+        m->collective.gradient_bytes = 8e6;
+        m->network.link_bytes_per_s = 1.2e8;
+        m->network.link_latency_s = 1e-4;
+        m->network.nominal_link_bytes_per_s = 1.25e8;
+      },
+      {{"loader", {{"num_workers", 1}, {"batch_size", 8}}},
+       {"cluster", cluster},
+       {"collective", collective},
+       {"train", {{"steps", 4}}}});
 }
 
 TEST(PreparePoint, ClusterNicsComeFromTheProbeUnlessStated) {
@@ -91,7 +103,32 @@ TEST(PreparePoint, AStatedGradientScalesTheEmulatedStepsHostCpu) {
   auto doubled = PrepareCluster({{"nodes", 2}}, {{"gradient_bytes", 16e6}});
   ASSERT_TRUE(doubled.ok());
   EXPECT_DOUBLE_EQ(doubled->input.model.gpu.step_host_cpu_s, 0.02);
+  EXPECT_DOUBLE_EQ(same->input.model.gpu.step_host_cpu_after_fork_s, 0.03);
+  EXPECT_DOUBLE_EQ(doubled->input.model.gpu.step_host_cpu_after_fork_s, 0.06);  // its pages grow alike
   EXPECT_TRUE(Warns(*doubled, "gpu.step_host_cpu_s scaled x2 with collective.gradient_bytes"));
+}
+
+// The quickstart model prices its recorded lifetimes' warm-up with its calibration's steady costs; a
+// model file whose section is damaged is refused in one line naming the file, before anything runs.
+TEST(PreparePoint, ADamagedWarmupSteadyCostIsRefusedNamingTheModel) {
+  const std::string dir = std::string(SIMREPLAY_SOURCE_DIR) + "/examples/quickstart";
+  std::ifstream in(dir + "/model.json");
+  nlohmann::json model = nlohmann::json::parse(in);
+  ASSERT_TRUE(model.contains("warmup_steady_cpu_s_per_unit"));
+  ASSERT_GT(model["cpu"]["recorded_warmup_samples"]["value"].get<double>(), 0);
+  model["trace"] = dir + "/trace.jsonl.gz";
+  model["warmup_steady_cpu_s_per_unit"]["jpeg"] = -1;
+  const std::string path = ::testing::TempDir() + "/damaged-warmup-model.json";
+  std::ofstream(path) << model.dump();
+  nlohmann::json j = {{"model", path}, {"loader", {{"num_workers", 2}, {"batch_size", 8}}}, {"train", {{"steps", 4}}}};
+  auto s = scenarios::ParseScenario(j, dir + "/scenario.json", dir);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  CostCache cache;
+  auto p = PreparePoint(*s, &cache);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find(path + ": warmup_steady_cpu_s_per_unit.jpeg must be a number >= 0"),
+            std::string::npos)
+      << p.status().message();
 }
 
 TEST(PreparePoint, NodesSharingCoresCountEveryNodesProcesses) {
@@ -103,6 +140,43 @@ TEST(PreparePoint, NodesSharingCoresCountEveryNodesProcesses) {
   auto own = PrepareCluster({{"nodes", 4}}, nlohmann::json::object());
   ASSERT_TRUE(own.ok());
   EXPECT_FALSE(Warns(*own, "ranks x (1 workers"));
+}
+
+// The quickstart model (captured at 2 workers, batch 8) with `share` of its samples' CPU in page faults,
+// measured or assumed, run at `workers`.
+Result<PreparedPoint> PrepareChurn(double share, bool measured, int workers, int prefetch_factor = 2) {
+  return PrepareWithModel(
+      [&](models::ModelParams* m) {
+        m->cpu.page_fault_cpu_share = share;
+        m->info["cpu.page_fault_cpu_share"].assumed = !measured;
+      },
+      {{"loader", {{"num_workers", workers}, {"batch_size", 8}, {"prefetch_factor", prefetch_factor}}},
+       {"hardware", {{"cpu_cores", 2}}},
+       {"train", {{"steps", 4}}}});
+}
+
+// Another worker count deals the samples to other processes: a capture whose CPU is mostly measured page
+// faults says the captured churn may not hold; a small or assumed share, the captured worker count, or
+// a change that keeps every batch in its process (prefetch factor) says nothing.
+TEST(PreparePoint, MeasuredChurnWarnsWhenTheLoaderDealsSamplesToOtherProcesses) {
+  auto other = PrepareChurn(0.5, true, 4);
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  EXPECT_TRUE(Warns(*other, "extrapolating: num_workers = 4"));
+  EXPECT_TRUE(Warns(*other, "page-fault churn: 50% of the captured samples' CPU is page faults"));
+  auto same = PrepareChurn(0.5, true, 2);
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(Warns(*same, "page-fault churn"));
+  auto small = PrepareChurn(0.05, true, 4);
+  ASSERT_TRUE(small.ok());
+  EXPECT_FALSE(Warns(*small, "page-fault churn"));
+  auto assumed = PrepareChurn(0.5, false, 4);
+  ASSERT_TRUE(assumed.ok());
+  EXPECT_FALSE(Warns(*assumed, "page-fault churn"));
+  // Another prefetch factor is an extrapolation too, but every batch still goes to the same process.
+  auto prefetch = PrepareChurn(0.5, true, 2, 4);
+  ASSERT_TRUE(prefetch.ok());
+  EXPECT_TRUE(Warns(*prefetch, "extrapolating: prefetch_factor = 4"));
+  EXPECT_FALSE(Warns(*prefetch, "page-fault churn"));
 }
 
 }  // namespace

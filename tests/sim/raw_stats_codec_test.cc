@@ -1,8 +1,10 @@
 #include "sim/raw_stats_codec.h"
 
 #include <cmath>
+#include <cstring>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace simreplay::sim {
 namespace {
@@ -35,9 +37,13 @@ TEST(RawStatsCodec, RoundTripsEveryFieldExactly) {
   s.worker_starts = 4;
   s.timeline_truncated = true;
   s.checkpoint = CheckpointStats{3, 1.0 / 7, 0.1 + 0.7, 3e9};
+  s.simulated_nodes = 8;
+  s.rank_folding_wait_spread = 1.0 / 3;
   auto d = DecodeRawStats(EncodeRawStats(s));
   ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_EQ(d->makespan_s, s.makespan_s);
+  EXPECT_EQ(d->simulated_nodes, s.simulated_nodes);
+  EXPECT_EQ(d->rank_folding_wait_spread, s.rank_folding_wait_spread);
   EXPECT_EQ(d->samples_consumed, s.samples_consumed);
   EXPECT_EQ(d->micro_batches, s.micro_batches);
   EXPECT_EQ(d->wait_s, s.wait_s);
@@ -75,9 +81,30 @@ TEST(RawStatsCodec, NonFiniteValuesComeBackAsNaN) {
   EXPECT_TRUE(std::isnan(d->makespan_s));
 }
 
-TEST(RawStatsCodec, RejectsForeignText) {
+TEST(RawStatsCodec, RejectsForeignBytes) {
   EXPECT_FALSE(DecodeRawStats("{\"makespan_s\": 1}").ok());
   EXPECT_FALSE(DecodeRawStats("not json").ok());
+  EXPECT_FALSE(DecodeRawStats("").ok());
+  // valid MessagePack of another document, and a document cut short
+  std::string other;
+  nlohmann::json::to_msgpack(nlohmann::json{{"makespan_s", 1}}, other);
+  EXPECT_FALSE(DecodeRawStats(other).ok());
+  SimRawStats s;
+  s.wait_s = {1, 2, 3};
+  const std::string whole = EncodeRawStats(s);
+  EXPECT_FALSE(DecodeRawStats(whole.substr(0, whole.size() / 2)).ok());
+}
+
+// The per-step arrays travel as binary doubles: every bit comes back, whatever the value.
+TEST(RawStatsCodec, DoublesComeBackBitForBit) {
+  SimRawStats s;
+  s.step_s = {0.1, 1.0 / 3, -0.0, 5e-324, 1.7976931348623157e308, 0.25, 123456789.123456789};
+  auto d = DecodeRawStats(EncodeRawStats(s));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_EQ(d->step_s.size(), s.step_s.size());
+  for (size_t i = 0; i < s.step_s.size(); ++i) {
+    EXPECT_EQ(std::memcmp(&d->step_s[i], &s.step_s[i], sizeof(double)), 0) << i;
+  }
 }
 
 }  // namespace

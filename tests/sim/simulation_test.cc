@@ -127,6 +127,31 @@ TEST(Simulation, WorkerOverheadPerSampleIsFixedAndNotPaidInline) {
   }
 }
 
+TEST(Simulation, TheSendThreadRunsBesideTheWorkersNextBatch) {
+  // 1 worker, batches of 4 samples x 10 ms and 1 MB: the send thread spends 4 MB x 5 ns = 20 ms per
+  // batch. On 2 cores it overlaps the worker's next batch: batches ready at 0.06 and 0.10 (not 0.06 and
+  // 0.12 as with the same CPU on the worker's thread). On 1 core the two share it: the makespan is the
+  // CPU total, 2 x (40 + 20) ms.
+  auto costs = ConstantCosts(8, 0.010, 1'000'000);
+  SimInput two_cores = Bare(&costs, 1, 4, 2, 0.0);
+  two_cores.model.cpu.worker_send_s_per_byte = 5e-9;
+  two_cores.model.pcie.h2d_pageable_bytes_per_s = 1e18;  // no copy to the device after the last batch
+  two_cores.model.pcie.h2d_pinned_bytes_per_s = 1e18;
+  auto r = Simulate(two_cores);
+  EXPECT_NEAR(r["time_to_first_batch_s"].get<double>(), 0.060, kTol);
+  EXPECT_NEAR(r["makespan_s"].get<double>(), 0.100, kTol);
+  SimInput one_core = two_cores;
+  one_core.cpu_cores = 1;
+  EXPECT_NEAR(Simulate(one_core)["makespan_s"].get<double>(), 0.120, kTol);
+  // Loading inline sends nothing.
+  SimInput inline_load = two_cores;
+  inline_load.scenario.loader.num_workers = 0;
+  SimInput inline_without_send = inline_load;
+  inline_without_send.model.cpu.worker_send_s_per_byte = 0;
+  EXPECT_NEAR(Simulate(inline_load)["makespan_s"].get<double>(),
+              Simulate(inline_without_send)["makespan_s"].get<double>(), kTol);
+}
+
 TEST(Simulation, HeadOfLineBlocking) {
   // 3 workers, batch size 1: batch 0 (worker 0) 1 s, batch 1 (worker 1) 5 s, batch 2 (worker 2) 1 s.
   // Batch 2 is done at t=1 but is delivered only after batch 1 at t=5: the loop then takes it at once
@@ -172,6 +197,38 @@ TEST(Simulation, NonPersistentWorkersRestartEveryEpoch) {
   auto persistent = Simulate(in);
   EXPECT_NEAR(persistent["makespan_s"].get<double>(), 0.5 + 3 * 0.08 + 2 * 0.02, kTol);
   EXPECT_EQ(persistent["worker_starts"].get<int64_t>(), 1);
+}
+
+TEST(Simulation, WarmupExcessIsSpreadOverAProcesssFirstSamples) {
+  // 1 worker, 2 batches of 4 x 10 ms per epoch, 2 epochs (a fresh process each), 60 ms of warm-up excess.
+  // Window 0: all of it before the first sample: first batch at 0.06 + 0.04, each epoch 0.14 s.
+  // Window 6: 10 ms on each of a process's first 6 samples: batch 1 carries 40 ms, batch 2 20 ms:
+  // first batch at 0.08, each epoch 0.14 s. Window 12 (longer than the 8 samples a process loads): 5 ms
+  // on each of them, 40 of the 60 ms: each epoch 0.12 s.
+  auto costs = ConstantCosts(8, 0.010);
+  SimInput in = Bare(&costs, 1, 4, 4, 0.0);
+  in.scenario.train.epochs = 2;
+  in.model.cpu.worker_warmup_cpu_s = 0.060;
+  auto at_start = Simulate(in);
+  EXPECT_NEAR(at_start["time_to_first_batch_s"].get<double>(), 0.100, kTol);
+  EXPECT_NEAR(at_start["makespan_s"].get<double>(), 2 * 0.140, kTol);
+  in.model.cpu.worker_warmup_samples = 6;
+  auto spread = Simulate(in);
+  EXPECT_NEAR(spread["time_to_first_batch_s"].get<double>(), 0.080, kTol);
+  EXPECT_NEAR(spread["makespan_s"].get<double>(), 2 * 0.140, kTol);
+  EXPECT_NEAR(spread["worker_busy_s"].get<double>(), 2 * 0.140, kTol);  // the warm-up is the batches' work
+  in.model.cpu.worker_warmup_samples = 12;
+  EXPECT_NEAR(Simulate(in)["makespan_s"].get<double>(), 2 * 0.120, kTol);
+  // Half of it on a process's first sample, the other 30 ms spread over the 12: 30 + 8 x 2.5 ms per
+  // process; the first batch at 4 x 10 + 30 + 4 x 2.5 ms.
+  in.model.cpu.worker_warmup_first_share = 0.5;
+  auto front = Simulate(in);
+  EXPECT_NEAR(front["time_to_first_batch_s"].get<double>(), 0.080, kTol);
+  EXPECT_NEAR(front["makespan_s"].get<double>(), 2 * 0.130, kTol);
+  in.model.cpu.worker_warmup_first_share = 0;
+  // Inline loading is one long-lived process: no worker warm-up.
+  in.scenario.loader.num_workers = 0;
+  EXPECT_NEAR(Simulate(in)["makespan_s"].get<double>(), 2 * 0.080, kTol);
 }
 
 TEST(Simulation, SlowestRankSetsThePace) {

@@ -251,6 +251,29 @@ TEST(Analysis, MachineStatementsComeFromTheManifest) {
       << doc["method"]["page_cache"];
 }
 
+// The label comes from what ran the steps (the traces' manifests), not from an assumption: a CUDA run
+// (validation/gpu/workers.json on an H200) was reported "emulated" until 2026-12-04.
+TEST(Analysis, AcceleratorLabelComesFromTheTraces) {
+  ExperimentSpec spec = AbSpec("");
+  AnalysisInput in = Input(&spec);
+  EXPECT_EQ(Analyze(in)["accelerator"], "emulated");
+  for (auto& [id, facts] : in.facts) {
+    facts.manifest["accelerator"] = "cuda";
+    facts.manifest["hardware"]["gpus"] = {{{"name", "NVIDIA H200"}}};
+  }
+  nlohmann::json doc = Analyze(in);
+  EXPECT_EQ(doc["accelerator"], "cuda");
+  EXPECT_NE(doc["accelerator_note"].get<std::string>().find("ran on a CUDA GPU (NVIDIA H200)"), std::string::npos)
+      << doc["accelerator_note"];
+  EXPECT_NE(RenderMarkdownReport(doc).find("**Accelerator: cuda.**"), std::string::npos);
+  // A malformed hardware block names no device and crashes nothing.
+  for (auto& [id, facts] : in.facts) facts.manifest["hardware"] = "h200";
+  EXPECT_NE(Analyze(in)["accelerator_note"].get<std::string>().find("ran on a CUDA GPU (CUDA events)"),
+            std::string::npos);
+  in.facts.begin()->second.manifest["accelerator"] = "emulated";
+  EXPECT_EQ(Analyze(in)["accelerator"], "mixed");
+}
+
 TEST(Analysis, ContentMismatchFailsTheRun) {
   ExperimentSpec spec = AbSpec("");
   AnalysisInput in = Input(&spec);
@@ -312,8 +335,7 @@ TEST(Measurement, TraceFactsKeepDeliveredSamplesOnly) {
            ",\"batch\":" + std::to_string(batch) + ",\"worker\":0,\"t_start_ns\":" + std::to_string(t) +
            ",\"read_ns\":1,\"decode_ns\":1,\"augment_ns\":1,\"read_bytes\":1,\"out_bytes\":1,\"format\":\"jpeg\","
            "\"width\":1,"
-           "\"height\":1,\"frames\":1,\"hash\":\"" +
-           hash + "\"}\n";
+           "\"height\":1,\"frames\":1,\"minflt\":" + std::to_string(10 * index) + ",\"hash\":\"" + hash + "\"}\n";
   };
   std::ofstream(path)
       << "{\"type\":\"header\",\"schema\":\"simreplay.trace/1\",\"manifest\":{\"hardware\":{\"cores\":2}}}\n"
@@ -333,6 +355,8 @@ TEST(Measurement, TraceFactsKeepDeliveredSamplesOnly) {
   EXPECT_EQ(facts->hash_by_epoch_index.size(), 2u);
   // Tick 100: main RSS 300 + worker PSS 50; tick 600: 320 alone.
   EXPECT_DOUBLE_EQ(facts->peak_process_memory_bytes, 350);
+  // Page faults of the delivered samples only: (50 + 70) / 2; batch 1's 90 left out.
+  EXPECT_DOUBLE_EQ(facts->sample_minflt, 60);
 }
 
 }  // namespace

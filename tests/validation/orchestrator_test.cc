@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <sstream>
 
@@ -35,6 +36,16 @@ ExperimentSpec FakeSpec() {
   return *spec;
 }
 
+// A host screen that found `share` of 2 cores delivered.
+HostCapacity Screen(double share) {
+  HostCapacity h;
+  h.cores = 2;
+  h.single_core_s = 0.1;
+  h.all_cores_s = 0.1 / share;
+  h.delivered_cores = 2 * share;
+  return h;
+}
+
 ValidateOptions Options(const std::string& name) {
   ValidateOptions o;
   o.spec = FakeSpec();
@@ -42,6 +53,9 @@ ValidateOptions Options(const std::string& name) {
   o.out_dir = (fs::path(::testing::TempDir()) / ("orchestrator_" + name)).string();
   fs::remove_all(o.out_dir);
   o.simreplay_executable = SIMREPLAY_BINARY;
+  o.host_screen.screen = [] { return Screen(1.0); };  // a healthy host: no timing in these tests
+  o.host_screen.wait_step_s = 0.001;
+  o.host_screen.wait_budget_s = 0.003;
   return o;
 }
 
@@ -185,6 +199,64 @@ TEST(Orchestrator, CalibrationRunIsTheMedianByThroughputThenOrder) {
   for (const RunRecord* run : CalibrationRuns(runs, in, "C")) ids.push_back(run->plan.id);
   EXPECT_EQ(ids, (std::vector<std::string>{"C.train.r3", "C.train.r0", "C.train.r2"}));
   EXPECT_TRUE(CalibrationRuns(runs, in, "other").empty());
+}
+
+}  // namespace
+}  // namespace simreplay::validation
+
+namespace simreplay::validation {
+namespace {
+
+// A run whose host screens (before and after) average under the bound is repeated once: scored when the
+// repeat is screened healthy, recorded and not scored when it is not. Warm-up runs are never repeated.
+TEST(Orchestrator, RunOnADegradedHostIsRepeatedAndNotScoredWhenItStaysDegraded) {
+  ::unsetenv("FAKE_BENCH_FAIL");
+  // Screens, in order: 0 before everything, then one after each attempt (and one before a repeat).
+  // Screen 3 follows A.train.r0 (after A.warmup0 and B.warmup0): 60% -> mean (100 + 60) / 2 = 80% < 85%.
+  ValidateOptions once = Options("host_once");
+  auto calls = std::make_shared<int>(0);
+  once.host_screen.screen = [calls] { return Screen((*calls)++ == 3 ? 0.6 : 1.0); };
+  auto out = RunValidation(once);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  auto runs = ReadRunIndex(once.out_dir);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ((*runs)[2].plan.id, "A.train.r0");
+  EXPECT_EQ((*runs)[2].attempts, 2);
+  EXPECT_FALSE((*runs)[2].over_noise_bound);
+  EXPECT_DOUBLE_EQ((*runs)[2].HostDeliveredShare(), 1.0);  // the repeat's screens
+  EXPECT_EQ(out->document["noise"]["runs_repeated_for_noise"], 1);
+  EXPECT_EQ(out->document["noise"]["runs_not_scored_for_host_capacity"], 0);
+  EXPECT_TRUE(out->document["completeness"]["pass"].get<bool>());
+
+  // Every screen at 50%: each measured run is repeated once and not scored; the waiting is bounded by
+  // the budget; no case has a measurement, so the validation fails on completeness, not on errors.
+  ValidateOptions degraded = Options("host_degraded");
+  degraded.host_screen.screen = [] {
+    HostCapacity h = Screen(0.5);
+    h.fresh_page_touch_us = 12;  // expensive faults: validate says what they do to workers
+    return h;
+  };
+  out = RunValidation(degraded);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  runs = ReadRunIndex(degraded.out_dir);
+  ASSERT_TRUE(runs.ok());
+  for (const RunRecord& run : *runs) {
+    EXPECT_EQ(run.attempts, run.plan.discarded ? 1 : 2) << run.plan.id;
+    EXPECT_EQ(run.over_noise_bound, !run.plan.discarded) << run.plan.id;
+    EXPECT_EQ(run.noise_reason, run.plan.discarded ? "" : "host_capacity") << run.plan.id;
+    EXPECT_DOUBLE_EQ(run.host_before.delivered_share(), 0.5);
+  }
+  EXPECT_EQ(out->document["noise"]["runs_not_scored_for_host_capacity"], 6);
+  EXPECT_DOUBLE_EQ(out->document["noise"]["host_delivered_share_min"].get<double>(), 0.5);
+  EXPECT_FALSE(out->document["completeness"]["pass"].get<bool>());
+  bool warned = false, hinted = false;
+  for (const auto& w : out->warnings) {
+    warned |= w.find("the host delivered 50% of its 2 cores") != std::string::npos;
+    hinted |= w.find("host screen: page faults are expensive on this host (12.0 us") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_TRUE(hinted);
+  EXPECT_DOUBLE_EQ(out->document["noise"]["fresh_page_touch_us_median"].get<double>(), 12);
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "capture"))
-from simreplay_capture import procfs  # noqa: E402  (the capture package's one /proc reader)
+from simreplay_capture import host_screen, procfs  # noqa: E402  (the capture package's one /proc reader)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON = "/usr/bin/python3"
@@ -89,11 +89,13 @@ def bench_cmd(data: str, p: dict, cfg: dict, steps: int, extra: List[str]) -> Li
 
 def run_bench_once(cmd: List[str], summary: str) -> dict:
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture"))
+    screen_before = host_screen.screen(simreplay_binary())
     before, own0 = procfs.noise_sample(), procfs.children_cpu_ns()
     t0 = time.monotonic()
     r = subprocess.run(cmd + ["--summary-json", summary], env=env, capture_output=True, text=True, timeout=600)
     wall = time.monotonic() - t0
     after, own = procfs.noise_sample(), procfs.children_cpu_ns() - own0
+    screen_after = host_screen.screen(simreplay_binary())
     if r.returncode != 0:
         raise RuntimeError(f"bench failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
     with open(summary) as f:
@@ -103,11 +105,15 @@ def run_bench_once(cmd: List[str], summary: str) -> dict:
             "load_before": noise["loadavg_before"], "load_after": noise["loadavg_after"],
             "steal_share": noise["steal_fraction"],
             # CPU the host was busy with beyond this run's own processes (the bench and its workers, reaped)
-            "foreign_cpu_share": procfs.foreign_cpu_fraction(before, after, own)}
+            "foreign_cpu_share": procfs.foreign_cpu_fraction(before, after, own),
+            # the host's delivered cores around the run (None: not screened), and whether under the bound
+            "host_delivered_share": host_screen.window_share(screen_before, screen_after),
+            "host_below_bound": host_screen.below_bound(screen_before, screen_after)}
 
 
 def loaded(run: dict) -> bool:
-    return run["foreign_cpu_share"] > FOREIGN_LIMIT or run["steal_share"] > FOREIGN_LIMIT
+    return (run["foreign_cpu_share"] > FOREIGN_LIMIT or run["steal_share"] > FOREIGN_LIMIT
+            or run["host_below_bound"])
 
 
 def run_bench(cmd: List[str], summary: str) -> dict:
@@ -120,14 +126,32 @@ def run_bench(cmd: List[str], summary: str) -> dict:
             r["loaded"] = loaded(r)
             r["discarded"] = discarded
             return r
-        log(f"  foreign load (cpu {r['foreign_cpu_share']:.0%}, steal {r['steal_share']:.0%}): run repeated")
-        discarded.append({k: r[k] for k in ("throughput", "foreign_cpu_share", "steal_share")})
+        share = r["host_delivered_share"]
+        log(f"  foreign load (cpu {r['foreign_cpu_share']:.0%}, steal {r['steal_share']:.0%}, host delivered "
+            f"{'unknown' if share is None else f'{share:.0%}'} of its cores): run repeated")
+        discarded.append({k: r[k] for k in ("throughput", "foreign_cpu_share", "steal_share", "host_delivered_share")})
         time.sleep(2)
     raise AssertionError("unreachable")
 
 
+def run_meta(**extra) -> dict:
+    """When, on what code and on what host a harness ran (its report's "meta"), plus `extra`."""
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True).stdout.strip()
+    if dirty:
+        commit += " with uncommitted changes"
+    return {"date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
+            "host": f"{os.cpu_count()} CPUs", **extra}
+
+
+def simreplay_binary() -> str:
+    return os.environ.get("SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay"))
+
+
 def simreplay(*args: str) -> subprocess.CompletedProcess:
-    binary = os.environ.get("SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay"))
+    binary = simreplay_binary()
     r = subprocess.run([binary, *args], capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
         raise RuntimeError(f"simreplay {' '.join(args)} failed ({r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
@@ -323,7 +347,9 @@ def measure_pipeline(name: str, p: dict, data: str, out: str, reps: int, steps: 
         "top_relief_agrees": top_predicted == top_measured,
         "noise": {"max_steal_share": steal, "max_foreign_cpu_share": foreign, "load_min": min(loads),
                   "load_max": max(loads), "reps": reps, "runs_repeated_for_load": repeated,
-                  "runs_scored_under_load": still_loaded},
+                  "runs_scored_under_load": still_loaded,
+                  "min_host_delivered_share": min((r["host_delivered_share"] for v in runs.values() for r in v
+                                                   if r["host_delivered_share"] is not None), default=None)},
         "tie": tie,
         "runs": {k: [{"throughput": r["throughput"], "foreign_cpu_share": r["foreign_cpu_share"],
                       "steal_share": r["steal_share"], "loaded": r["loaded"], "discarded": r["discarded"]}
@@ -416,14 +442,7 @@ def main() -> int:
                 return 77
         else:
             results.append(measure_pipeline(name, p, a.data, a.out, a.reps, a.steps))
-    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
-    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                           text=True).stdout.strip()
-    if dirty:
-        commit += " with uncommitted changes"
-    meta = {"date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
-            "host": f"{os.cpu_count()} CPUs", "reps": a.reps, "steps": a.steps}
+    meta = run_meta(reps=a.reps, steps=a.steps)
     scored = [r for r in results if r["scored"]]
     doc = {"schema": "simreplay.advice-validation/1", "meta": meta, "regret_limit": REGRET_LIMIT, "results": results,
            "pass": all(r["regret_pass"] for r in scored), "complete": len(scored) == len(results)}

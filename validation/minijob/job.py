@@ -108,7 +108,7 @@ def main(argv: List[str]) -> int:
     path = os.path.join(a.ckpt_dir, CKPT)
     if os.path.exists(path):
         t0 = time.perf_counter()
-        state = torch.load(path)
+        state = torch.load(path, weights_only=False)  # our own file; torch >= 2.6 defaults to True
         weights, step = state["weights"], int(state["step"])
         ev.emit("resumed", step=step, load_s=time.perf_counter() - t0, bytes=os.path.getsize(path))
     ds = BenchDataset(a.data, "files", a.image_size, a.frames)

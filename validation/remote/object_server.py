@@ -164,7 +164,7 @@ http {{
     location / {{
 {body}
     }}
-    location ~ ^/_cut/(\d+)(/.*)$ {{
+    location ~ ^/_cut/(\\d+)(/.*)$ {{
       content_by_lua_block {{{CUT_BODY_LUA}    }}
     }}
   }}

@@ -17,7 +17,7 @@ workers run; --no-cpu-probe leaves it assumed, as before), the store's figures f
 different access pattern: ranged GETs into a shard, not the sample files). Gate: every case's |throughput error| <= --limit-pct (10%): exit 4.
 
 usage: validation/remote/run.py [--out DIR] [--reps 2] [--workers 1,2,4,8] [--first-byte-ms 10,40]
-                                [--conn-rates 500000,2000000] [--reduced | --heldout] [--no-cpu-probe]
+                                [--conn-rates 500000,2000000] [--reduced | --heldout | --heldout2] [--no-cpu-probe]
 --reduced: one configuration (20 ms, 1 MB/s), workers 1,4: the smoke run. Needs root (exit 77 otherwise).
 env: SIMREPLAY_BIN (build/simreplay)
 """
@@ -37,7 +37,9 @@ from typing import Any, Dict, List
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "capture"))
 from object_server import ObjectServer  # noqa: E402
+from simreplay_capture.manifest import git_commit  # noqa: E402  (the capture's one reader of the commit)
 
 PY = "/usr/bin/python3"
 CASE_LIMIT_PCT = 10.0
@@ -50,6 +52,14 @@ def _whatifs() -> Any:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     return mod
+
+
+def shard_bytes(data: str) -> List[int]:
+    """The dataset's tar shards' sizes in shard order: what a user reads off an object listing (not a
+    measurement of any run)."""
+    with open(os.path.join(data, "dataset.json")) as f:
+        tar = json.load(f)["formats"]["tar"]
+    return [os.path.getsize(os.path.join(data, tar["path"], name)) for name in tar["shards"]]
 
 
 def env() -> Dict[str, str]:
@@ -79,6 +89,10 @@ def main() -> int:
     ap.add_argument("--heldout", action="store_true",
                     help="the frozen held-out configurations (25 ms; 1 and 4 MB/s; workers 1, 3, 6), chosen on "
                          "2026-12-03 before any model was run against them; never tuned on")
+    ap.add_argument("--heldout2", action="store_true",
+                    help="the second frozen held-out set (15 ms; 1.5 and 3 MB/s; workers 2 and 5), chosen on "
+                         "2026-12-05 before the streamed-shard read-ahead model (made for the development "
+                         "streams) was run against them; never tuned on")
     ap.add_argument("--limit-pct", type=float, default=CASE_LIMIT_PCT)
     ap.add_argument("--no-cpu-probe", action="store_true",
                     help="calibrate without the CPU probe (the contention curve assumed, as before 2026-12-03)")
@@ -88,8 +102,12 @@ def main() -> int:
         return 77
     if args.reduced:
         args.workers, args.first_byte_ms, args.conn_rates = "1,4", "20", "1000000"
+    if args.heldout and args.heldout2:
+        ap.error("--heldout and --heldout2 are two sets: run them one at a time")
     if args.heldout:
         args.workers, args.first_byte_ms, args.conn_rates = "1,3,6", "25", "1000000,4000000"
+    if args.heldout2:
+        args.workers, args.first_byte_ms, args.conn_rates = "2,5", "15", "1500000,3000000"
     workers = [int(w) for w in args.workers.split(",")]
     modes = [m for m in args.modes.split(",") if m]
     if not set(modes) <= {"get", "stream", "cache"}:
@@ -104,7 +122,11 @@ def main() -> int:
         subprocess.run([PY, "-m", "simreplay_capture.bench", "make-dataset", "--out", data, "--samples", str(SAMPLES),
                         "--seed", "0", "--video-share", "0.1", "--frames", "4", "--image-scale", "0.5",
                         "--formats", "files,tar"], env=env(), check=True, stdout=subprocess.DEVNULL)
+    shard_sizes = shard_bytes(data)  # the same files for every configuration
+    code = git_commit(REPO)
     report: Dict[str, Any] = {"schema": "simreplay.remote-validation/1",
+                              "commit": (code["commit"] or "unknown")[:7]
+                              + (" with uncommitted changes" if code["dirty"] else ""),
                               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                               "settings": {"samples": SAMPLES, "steps": STEPS, "warmup_steps": WARMUP, "batch_size": BATCH,
                                            "step_time_s": STEP_S, "crop": CROP, "reps": args.reps, "workers": workers},
@@ -183,6 +205,7 @@ def main() -> int:
             tier = dict(pfit["object_store_tier"])
             if m == "stream":  # the bench's tar shards: one GET per shard of SHARD_SAMPLES samples
                 tier["shard_samples"] = SHARD_SAMPLES
+                tier["shard_bytes"] = shard_sizes
             tiers = [tier]
             if m.startswith("cache"):  # the cache's reads as captured locally (page cache); cold: epoch 0 misses
                 tiers = [{"kind": "nvme_cache", "warm": m == "cache-warm"}, tier]

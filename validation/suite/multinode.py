@@ -10,12 +10,15 @@
    A B C ...), each a `bench ddp` job under the harness (N namespaces, one rank each, tbf-shaped NICs).
 3. Calibration: `simreplay calibrate` on rank 0's trace of the median-throughput run of
    `calibration.from` (`alternate` for `from` itself) with `--network-probe` of the predicted case's
-   link rate; the model file is never edited.
+   link rate and, when the spec has `cpu_probe`, `--cpu-probe` of the CPU probe run after the real
+   runs on a held-out split of the cases' media mix (probe_cpu); the model file is never edited.
 4. Prediction through the cluster path, from scenario inputs a user writes (scenario_for):
    cluster.nodes = N nodes of one rank each, cluster.nodes_share_cores (the namespaces share the
    host's cores), NICs at the model's probed links, collective.gradient_bytes of the case (the
    simulator scales the emulated step's host CPU with it), and a straggler as the last node's
-   gpu_step_scale. `simreplay simulate` of 300 steps (steady state; the real runs exclude warm-up).
+   gpu_step_scale. `simreplay simulate` of the run's own steps, its metrics measured over the run's
+   own window in the simulated timeline (window_metrics: from the end of the last warm-up step; until
+   2026-12-06 a 300-step steady state, docs/validation.md "Window").
    The same cases are also predicted from nominal rates (a model calibrated without the probe, NICs
    at the tc rate): reported, not gated.
 5. Comparison of medians (95% bootstrap intervals of the measured median): throughput, step time,
@@ -25,11 +28,13 @@
    |throughput error| <= 20%, every |step time error| <= 15%, and correctness of every run (every
    rank ran every step, the ranks' parameters agree after training, the ranks' DistributedSampler
    shards are disjoint within each epoch). Exit 0 pass, 4 gate failed, 77 not root, 1 failure.
-Writes OUT/multinode.json, OUT/report.md, OUT/runs/, OUT/probes/, OUT/models/, OUT/predictions/.
+Writes OUT/multinode.json, OUT/report.md, OUT/runs/, OUT/probes/, OUT/probe-cpu.json (+ probe-data/, its
+log), OUT/models/, OUT/predictions/.
 """
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import shutil
@@ -37,13 +42,16 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 HARNESS = os.path.join(REPO, "validation", "netns", "netns_run.py")
 sys.path.insert(0, os.path.join(REPO, "capture"))
 sys.path.insert(0, os.path.dirname(HARNESS))
 from netns_run import SERVER_ADDRESS, SERVER_PORT, parse_rate  # noqa: E402
+
+# The simreplay binary (--bin): `simreplay stats` and the host screen (`simreplay probe host`).
+SIMREPLAY_BIN = os.environ.get("SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay"))
 
 SERVER_URL = f"http://{SERVER_ADDRESS}:{SERVER_PORT}"
 
@@ -62,19 +70,27 @@ def harness(out: str, nodes: int, rate: str, timeout_s: float, script: List[str]
     """One job under the netns harness, with the host's noise over its window (steal, busy, load,
     frequency: simreplay_capture.procfs.noise_window). `server`: {"dir", "rate"} of a storage server
     namespace serving the dataset over HTTP."""
-    from simreplay_capture import procfs
+    from simreplay_capture import host_screen, procfs
     extra = ["--server-dir", server["dir"], "--server-rate", server["rate"]] if server else []
+    screen_before = host_screen.screen(SIMREPLAY_BIN)
     t, before = time.monotonic(), procfs.noise_sample()
     p = subprocess.run([sys.executable, HARNESS, "--nodes", str(nodes), "--rate", rate, "--out", out,
                         "--timeout-s", str(timeout_s), *extra, "--", *script], capture_output=True, text=True)
     noise = procfs.noise_window(before, procfs.noise_sample())
+    screen_after = host_screen.screen(SIMREPLAY_BIN)
+    # The host's delivered cores around the job (None: not screened): under the bound it is repeated.
+    noise["host_delivered_share"] = host_screen.window_share(screen_before, screen_after)
+    noise["host_below_bound"] = host_screen.below_bound(screen_before, screen_after)
     return {"exit_code": p.returncode, "wall_s": time.monotonic() - t, "loadavg_before": noise["loadavg_before"],
             "loadavg_after": noise["loadavg_after"], "noise": noise, "stderr": p.stderr[-2000:]}
 
 
 def noisy(res: Dict[str, Any], spec: Dict[str, Any]) -> bool:
-    """A run taken while the hypervisor stole more than the spec's bound of the CPU is repeated, not scored."""
-    return res.get("noise", {}).get("steal_fraction", 0) > spec.get("noise", {}).get("max_steal_fraction", 1)
+    """A run taken while the hypervisor stole more than the spec's bound of the CPU, or while the host
+    delivered less than the host screen's bound of its cores, is repeated, not scored."""
+    noise = res.get("noise", {})
+    return (noise.get("steal_fraction", 0) > spec.get("noise", {}).get("max_steal_fraction", 1)
+            or bool(noise.get("host_below_bound")))
 
 
 def harness_within_noise(spec: Dict[str, Any], job: Any, what: str) -> Dict[str, Any]:
@@ -83,7 +99,9 @@ def harness_within_noise(spec: Dict[str, Any], job: Any, what: str) -> Dict[str,
     for _ in range(spec.get("noise", {}).get("retries", 0)):
         if res["exit_code"] != 0 or not noisy(res, spec):
             break
-        log(f"{what}: steal {res['noise']['steal_fraction']:.1%} over the bound: repeated")
+        share = res["noise"].get("host_delivered_share")
+        log(f"{what}: steal {res['noise']['steal_fraction']:.1%}, host delivered "
+            f"{'unknown' if share is None else f'{share:.0%}'} of its cores: over a bound, repeated")
         res = job()
     return res
 
@@ -119,6 +137,48 @@ def probe_rate(spec: Dict[str, Any], rate: str, out: str) -> Optional[str]:
     json.dump({"repetitions": reps, "chosen": chosen["path"]}, open(os.path.join(out, "probes", rate, "probes.json"), "w"),
               indent=1)
     return None
+
+
+def probe_cpu(spec: Dict[str, Any], data: str, out: str) -> Optional[str]:
+    """The CPU contention curve of the ranks' loader on this host's cores (simreplay_capture.probe_cpu,
+    docs/probe-cpu.md), as a user measures it before a node-count question: the namespaces' ranks share
+    the host's cores, so how a core's work slows with the processes runnable beside it decides the cases
+    with 3-4 ranks. It replays a held-out split of the cases' media mix (`cpu_probe.dataset_args`, `{data}`
+    = the cases' dataset, built into OUT/probe-data) so that it measures no case, after the real runs (the
+    page cache as warm as in them). Returns OUT/probe-cpu.json, or None when the spec asks for no probe
+    or it failed (a warning; the models then assume the curve, which their calibrate logs state)."""
+    cp = spec.get("cpu_probe")
+    if not cp:
+        return None
+    path = os.path.join(out, "probe-cpu.json")
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture"))
+    probe_data = os.path.join(out, "probe-data")
+    shutil.rmtree(probe_data, ignore_errors=True)
+    made = subprocess.run([sys.executable, "-m", "simreplay_capture.bench", "make-dataset", "--out", probe_data,
+                           *[data if a == "{data}" else a for a in cp["dataset_args"]]],
+                          env=env, capture_output=True, text=True)
+    if made.returncode != 0:
+        print(f"multinode suite: the CPU probe's dataset failed (exit {made.returncode}): {made.stderr[-300:]}; "
+              "contention curve assumed", file=sys.stderr)
+        return None
+    r = spec["run"]
+    log("CPU probe (contention curve of the ranks' loader on the shared cores)")
+    try:
+        with open(os.path.join(out, "probe-cpu.log"), "w") as logf:
+            code = subprocess.run(
+                [sys.executable, "-m", "simreplay_capture.probe_cpu", "--bench-data", probe_data, "--format", "files",
+                 "--image-size", str(r["image_size"]), "--frames", str(r["frames"]),
+                 "--batch-size", str(r["batch_size"]), "--prefetch-factor", "2", "--seed", str(r["seed"]),
+                 "--seconds-per-point", str(cp["seconds_per_point"]), "--rounds", str(cp["rounds"]),
+                 "--max-total-s", str(cp["max_total_s"]), "--max-workers", str(cp["max_workers"]), "--out", path],
+                env=env, stdout=logf, stderr=subprocess.STDOUT, timeout=cp["max_total_s"] + 120).returncode
+    except subprocess.TimeoutExpired:
+        code = "timed out"
+    if code != 0 or not os.path.exists(path):
+        print(f"multinode suite: the CPU probe failed ({code}; see probe-cpu.log): contention curve assumed",
+              file=sys.stderr)
+        return None
+    return path
 
 
 def case_config(spec: Dict[str, Any], case: Dict[str, Any]) -> Dict[str, Any]:
@@ -246,8 +306,9 @@ def check_run(summary: Dict[str, Any], run_dir: str, steps: int) -> List[str]:
     return problems
 
 
-def calibrate(binary: str, trace: str, probe: Optional[str], model: str, extra: List[str]) -> None:
-    probe_args = ["--network-probe", probe] if probe else []
+def calibrate(binary: str, trace: str, probe: Optional[str], cpu_probe: Optional[str], model: str,
+              extra: List[str]) -> None:
+    probe_args = (["--network-probe", probe] if probe else []) + (["--cpu-probe", cpu_probe] if cpu_probe else [])
     p = subprocess.run([binary, "calibrate", trace, *probe_args, "--out", model, "--no-self-check", *extra],
                        capture_output=True, text=True)
     with open(model + ".log", "w") as f:
@@ -276,7 +337,7 @@ def scenario_for(spec: Dict[str, Any], cfg: Dict[str, Any], model_path: str, nam
         "loader": {"num_workers": r["workers"], "batch_size": r["batch_size"], "prefetch_factor": 2, "drop_last": True},
         "hardware": {"cpu_cores": os.cpu_count() or 2, "gpus": 1},
         "collective": {"gradient_bytes": grad_bytes(cfg["grad_mb"])},
-        "train": {"steps": 300, "dataset_samples": spec["dataset_samples"]}, "seed": 1}
+        "train": {"steps": r["steps"], "dataset_samples": spec["dataset_samples"]}, "seed": 1}
     if cfg["nodes"] > 1:
         cluster: Dict[str, Any] = {"nodes": cfg["nodes"], "nodes_share_cores": True}
         if nominal:
@@ -312,15 +373,76 @@ def predict(binary: str, spec: Dict[str, Any], cfg: Dict[str, Any], model_path: 
     if p.returncode != 0:
         raise RuntimeError(f"simulate {spath}: exit {p.returncode}: {p.stderr[-800:]}")
     res = json.load(open(os.path.join(out, "result.json")))
-    m = res.get("metrics", res)
-    ranks, steps = cfg["nodes"], 300
+    r = spec["run"]
+    pred: Dict[str, Any] = window_metrics(os.path.join(out, "timeline.json"), r["warmup_steps"], r["steps"],
+                                          r["batch_size"])
     net = res.get("resolved", {}).get("network")
-    return {"train_throughput_samples_per_s": m["train_throughput_samples_per_s"],
-            "step_time_s": m["step_time_s"]["mean"], "gpu_idle_fraction": m["gpu_idle_fraction"],
-            "collective_time_s": m["collective_time_s"] / (ranks * steps),
-            "data_wait_s": m["data_wait_s"]["mean"],
-            "network": None if net is None else {k: {"value": v["value"], "provenance": v["provenance"]}
-                                                 for k, v in net.items() if isinstance(v, dict)}}
+    pred["network"] = None if net is None else {k: {"value": v["value"], "provenance": v["provenance"]}
+                                                for k, v in net.items() if isinstance(v, dict)}
+    return pred
+
+
+# The simulator's timeline (sim/timeline.h): the tracks a step's spans lie on, by the names its metadata
+# gives them, and the spans that are the step's busy part (the rest there: its exposed collectives).
+STEP_TRACKS = ("GPU step", "collectives")
+BUSY_SPANS = ("GPU step", "wake-up", "step host CPU")
+
+
+def window_metrics(timeline_path: str, warmup_steps: int, steps: int, batch_size: int) -> Dict[str, float]:
+    """The run's own window in the simulated timeline, measured as the bench measures the real run
+    (simreplay_capture.bench.ddp): from the end of the last warm-up step to the end of the last step.
+    A rank's step k ends with the last span on its accelerator or collective track that starts before
+    its wait for batch k+1. Throughput: every rank's window samples / the longest rank's window; step
+    time: the mean interval between step ends in the window, averaged over ranks; data wait: the
+    window's waits; GPU idle: 1 - the accelerator track's busy time / the window; collective time: the
+    window's all-reduce spans per step. Predicting the window rather than a steady state matters when
+    an epoch starts inside the window at some rank counts only (docs/validation.md, "Window")."""
+    doc = json.load(open(timeline_path))
+    if doc.get("otherData", {}).get("truncated"):
+        raise RuntimeError(f"{timeline_path}: the timeline was truncated; the window cannot be measured")
+    names: Dict[Any, str] = {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "M" and e.get("name") == "thread_name":
+            names[(e["pid"], e["tid"])] = e["args"]["name"]
+    waits: Dict[int, List[Tuple[float, float]]] = {}
+    spans: Dict[int, List[Tuple[float, float, str]]] = {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") != "X":
+            continue
+        track = names.get((e["pid"], e["tid"]), "")
+        if track.startswith("main loop") and e["name"] == "wait for data":
+            waits.setdefault(e["pid"], []).append((e["ts"] * 1e-6, e["dur"] * 1e-6))
+        elif track.startswith(STEP_TRACKS):
+            spans.setdefault(e["pid"], []).append((e["ts"] * 1e-6, e["dur"] * 1e-6, e["name"]))
+    n = steps - warmup_steps
+    windows, intervals, data_wait, idle, collective = [], [], [], [], []
+    for rank, w in sorted(waits.items()):
+        w.sort()
+        if len(w) != steps:
+            raise RuntimeError(f"{timeline_path}: rank {rank} waited for {len(w)} batches, not {steps}")
+        starts = [t for t, _ in w] + [float("inf")]
+        ends = [0.0] * steps
+        busy = comm = 0.0
+        for t, d, name in spans.get(rank, []):
+            k = bisect.bisect_right(starts, t) - 1
+            if k < 0:
+                continue
+            ends[k] = max(ends[k], t + d)
+            if k >= warmup_steps:
+                if name in BUSY_SPANS:
+                    busy += d
+                else:
+                    comm += d
+        window = ends[-1] - ends[warmup_steps - 1]
+        windows.append(window)
+        intervals.append(window / n)
+        data_wait.append(statistics.mean(d for _, d in w[warmup_steps:]))
+        idle.append(min(1.0, max(0.0, 1 - busy / window)))
+        collective.append(comm / n)
+    ranks = len(windows)
+    return {"train_throughput_samples_per_s": ranks * n * batch_size / max(windows),
+            "step_time_s": statistics.mean(intervals), "gpu_idle_fraction": statistics.mean(idle),
+            "collective_time_s": statistics.mean(collective), "data_wait_s": statistics.mean(data_wait)}
 
 
 def errors(pred: Dict[str, Any], meas: Dict[str, float]) -> Dict[str, Optional[float]]:
@@ -349,6 +471,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(doc_table(json.load(open(os.path.join(args.doc_table, "multinode.json")))))
         return 0
     args.bin = os.path.abspath(args.bin)
+    global SIMREPLAY_BIN
+    SIMREPLAY_BIN = args.bin
     if os.geteuid() != 0:
         print("multinode suite: needs root for the network namespaces (validation/netns); skipped", file=sys.stderr)
         return 77
@@ -406,11 +530,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                     + (f", {s['throughput_samples_per_s']:.1f} samples/s, step {s['step_time_s']['mean'] * 1e3:.0f} ms"
                        if s else "") + f", load {res['loadavg_before']:.1f}, steal {res['noise']['steal_fraction']:.1%}")
         json.dump(runs, open(index_path, "w"), indent=1)
+        probe_cpu(spec, args.data, out)
     runs = json.load(open(index_path))
-    return analyse(spec, runs, out, args.bin, time.monotonic() - t_start)
+    cpu_probe = os.path.join(out, "probe-cpu.json")
+    return analyse(spec, runs, out, args.bin, time.monotonic() - t_start,
+                   cpu_probe if spec.get("cpu_probe") and os.path.exists(cpu_probe) else None)
 
 
-def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: str, elapsed_s: float) -> int:
+def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: str, elapsed_s: float,
+            cpu_probe: Optional[str] = None) -> int:
     bs = spec["bootstrap"]
     measured: Dict[str, Dict[str, Any]] = {}
     correctness: Dict[str, Any] = {"runs_checked": 0, "problems": []}
@@ -455,12 +583,12 @@ def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: 
         os.makedirs(os.path.dirname(model), exist_ok=True)
         try:
             if not os.path.exists(model):
-                calibrate(binary, measured[src]["calibration_trace"], probe, model, cal.get("args", []))
+                calibrate(binary, measured[src]["calibration_trace"], probe, cpu_probe, model, cal.get("args", []))
             http_probe = os.path.join(out, "probes-http", http_probe_key(cfg), "probe-http.json")
             pred = predict(binary, spec, cfg, model, os.path.join(out, "predictions", c["name"]), http_probe=http_probe)
             # the same case from nominal rates: what skipping the probe costs (reported, not gated)
             if not os.path.exists(unprobed):
-                calibrate(binary, measured[src]["calibration_trace"], None, unprobed, cal.get("args", []))
+                calibrate(binary, measured[src]["calibration_trace"], None, cpu_probe, unprobed, cal.get("args", []))
             nominal = predict(binary, spec, cfg, unprobed, os.path.join(out, "predictions-nominal", c["name"]),
                               nominal=True)
         except (RuntimeError, KeyError, OSError) as e:
@@ -518,6 +646,7 @@ def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: 
                        "max_abs_train_throughput_error_pct": max(nominal_thr) if nominal_thr else None},
            "path": "cluster: cluster.nodes = N nodes of one rank each, nodes_share_cores, NICs from the probe",
            "cases_without_prediction": failed, "elapsed_s": elapsed_s, "correctness": correctness,
+           "cpu_contention": contention_of(out, cpu_probe),
            "analysed_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": git_commit(),
            "accelerator": "emulated (every step's compute is a sleep; the all-reduce is real gloo over shaped veths)"}
     tmp = os.path.join(out, "multinode.json.tmp")
@@ -527,6 +656,20 @@ def analyse(spec: Dict[str, Any], runs: List[Dict[str, Any]], out: str, binary: 
     open(os.path.join(out, "report.md"), "w").write(report)
     print(report)
     return 0 if passed else 4
+
+
+def contention_of(out: str, cpu_probe: Optional[str]) -> Dict[str, Any]:
+    """The shared-core curve the models were calibrated with (cpu.busy_core_slowdown and
+    cpu.oversubscription_overhead, the same in every model of a run) and where it came from."""
+    found: Dict[str, Any] = {"cpu_probe": cpu_probe}
+    models = sorted(f for f in os.listdir(os.path.join(out, "models")) if f.endswith(".json")) \
+        if os.path.isdir(os.path.join(out, "models")) else []
+    if models:
+        cpu = json.load(open(os.path.join(out, "models", models[0])))["cpu"]
+        for key in ("busy_core_slowdown", "oversubscription_overhead"):
+            v = cpu.get(key)
+            found[key] = v if isinstance(v, dict) else {"value": v}
+    return found
 
 
 def testbed_holds(spec: Dict[str, Any], cfg: Dict[str, Any], cores: int) -> bool:
@@ -629,6 +772,11 @@ def render(doc: Dict[str, Any]) -> str:
         lines += [f"From nominal rates ({nom['note']}): median |throughput error| "
                   f"{nom['median_abs_train_throughput_error_pct']:.1f}%, max "
                   f"{nom['max_abs_train_throughput_error_pct']:.1f}%", ""]
+    cc = doc.get("cpu_contention") or {}
+    if "busy_core_slowdown" in cc:
+        s_, o_ = cc["busy_core_slowdown"], cc["oversubscription_overhead"]
+        lines += [f"Shared-core curve of the models: busy_core_slowdown {s_['value']:.3g}, oversubscription_overhead "
+                  f"{o_['value']:.3g} ({'measured by the CPU probe, ' + os.path.basename(cc['cpu_probe']) if cc.get('cpu_probe') else 'assumed: no CPU probe'})", ""]
     cor = doc.get("correctness") or {}
     lines += [f"correctness ({cor.get('runs_checked', 0)} runs: every rank ran every step, the ranks' parameters "
               f"agree after training, the ranks' samples are disjoint within each epoch): "

@@ -27,11 +27,15 @@ has a loaded run is reported unscored (exit 75: a failure, never a pass). Each c
 run-to-run spread beside its error. Media what-ifs: calibrate
 gets the media probe (`simreplay_capture.probe_media` on the base dataset's own files at 0.5x/1x/2x
 linear and 1x/2x clip length, docs/probe-format.md) unless --no-media-probe; the prediction without it
-is reported next to it (`predicted_without_media_probe`). Gate: every case's |throughput error| <=
+is reported next to it (`predicted_without_media_probe`). CPU contention: calibrate gets the CPU probe
+(`simreplay_capture.probe_cpu` at 1-4 workers on a held-out split of the base media mix: PROBE_DATASET,
+none of the base dataset's photos) unless --no-cpu-probe, as the suites and calibrate's own warning
+advise; the prediction from the traces' own fit of the shared-core slowdown is reported next to it
+(`predicted_without_cpu_probe`). Gate: every case's |throughput error| <=
 --limit-pct (10%) over the scored cases; exit 4 when a scored case is over it, else 75 when a case (or
 the base captures) ran under foreign load, 0 when every case is scored and within.
 
-usage: validation/whatifs/run.py [--out DIR] [--reps N] [--cases a,b,...] [--no-media-probe]
+usage: validation/whatifs/run.py [--out DIR] [--reps N] [--cases a,b,...] [--no-media-probe] [--no-cpu-probe]
 env:   SIMREPLAY_BIN (build/simreplay)
 """
 from __future__ import annotations
@@ -68,6 +72,11 @@ DATASETS = {
     "half": ["--video-share", "0.1", "--frames", "4", "--image-scale", "0.25", "--formats", "files"],
     "share30": ["--video-share", "0.3", "--frames", "4", "--image-scale", "0.5", "--formats", "files"],
 }
+# The CPU probe's dataset: the base media mix drawn afresh (another seed) from the photos the base
+# dataset does not use, as the suites' probes are (validation/suite/suite.json, calibration.cpu_probe).
+PROBE_DATASET = ["--samples", "240", "--seed", "11", "--video-share", "0.1", "--frames", "4", "--image-scale", "0.5",
+                 "--formats", "files"]
+PROBE_ARGS = ["--seconds-per-point", "3", "--rounds", "2", "--max-workers", "4"]
 # case -> (dataset, bench format, frames, drop caches before the run, scenario overrides); a case named
 # NAME-w1 is NAME at 1 loader worker (the measured run and the prediction; the model stays the base one)
 CASES: Dict[str, Any] = {
@@ -93,19 +102,28 @@ def sh(args: List[str], **kw: Any) -> subprocess.CompletedProcess:
     return subprocess.run(args, check=True, **kw)
 
 
+def capture_env() -> Dict[str, str]:
+    """The environment of a capture-package command (bench, probes): this checkout's package first."""
+    return dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture"))
+
+
+def make_dataset(out: str, dataset_args: List[str]) -> None:
+    """`bench make-dataset` into OUT with ARGS, unless OUT holds one made with the same ARGS (stamped)."""
+    stamp = " ".join(dataset_args)
+    stamp_path = os.path.join(out, ".simreplay-dataset-args")
+    if os.path.exists(os.path.join(out, "dataset.json")) and os.path.exists(stamp_path):
+        with open(stamp_path) as f:
+            if f.read().strip() == stamp:
+                return
+    sh(["rm", "-rf", out])
+    sh([PY, "-m", "simreplay_capture.bench", "make-dataset", "--out", out] + dataset_args, env=capture_env())
+    with open(stamp_path, "w") as f:
+        f.write(stamp + "\n")
+
+
 def make_datasets(data_dir: str, names: List[str]) -> None:
     for name in names:
-        out = os.path.join(data_dir, name)
-        stamp = " ".join(["--samples", str(SAMPLES), "--seed", "0"] + DATASETS[name])
-        stamp_path = os.path.join(out, ".simreplay-dataset-args")
-        if os.path.exists(os.path.join(out, "dataset.json")) and open(stamp_path).read().strip() == stamp \
-                if os.path.exists(stamp_path) else False:
-            continue
-        sh(["rm", "-rf", out])
-        sh([PY, "-m", "simreplay_capture.bench", "make-dataset", "--out", out, "--samples", str(SAMPLES),
-            "--seed", "0"] + DATASETS[name], env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture")))
-        with open(stamp_path, "w") as f:
-            f.write(stamp + "\n")
+        make_dataset(os.path.join(data_dir, name), ["--samples", str(SAMPLES), "--seed", "0"] + DATASETS[name])
 
 
 def drop_caches() -> bool:
@@ -127,7 +145,7 @@ def bench(data: str, fmt: str, frames: int, out_json: str, trace: Optional[str] 
             "--frames", str(frames), "--seed", "0", "--summary-json", out_json]
     args += ["--trace", trace] if trace else ["--no-capture"]
     before, own0 = procfs.noise_sample(), procfs.children_cpu_ns()
-    sh(args, env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture")), stdout=subprocess.DEVNULL)
+    sh(args, env=capture_env(), stdout=subprocess.DEVNULL)
     after, own = procfs.noise_sample(), procfs.children_cpu_ns() - own0
     with open(out_json) as f:
         summary = json.load(f)
@@ -203,6 +221,8 @@ def main() -> int:
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--no-media-probe", action="store_true",
                     help="calibrate without the media probe (the media what-ifs extrapolate the trace's fits)")
+    ap.add_argument("--no-cpu-probe", action="store_true",
+                    help="calibrate without the CPU probe (the shared-core slowdown from the base traces alone)")
     ap.add_argument("--predict-only", action="store_true",
                     help="reuse the model and the measured runs in --out; simulate again")
     ap.add_argument("--background-threads", default="-1",
@@ -226,8 +246,12 @@ def main() -> int:
     traces = [os.path.join(args.out, f"base-{k}.jsonl.gz") for k in range(BASE_CAPTURES)]
     model = os.path.join(args.out, "model.json")
     model_plain = os.path.join(args.out, "model-without-media-probe.json")
+    model_no_cpu_probe = os.path.join(args.out, "model-without-cpu-probe.json")
     media_probe = os.path.join(args.out, "probe-media.json")
+    cpu_probe = os.path.join(args.out, "probe-cpu.json")
     report["media_probe"] = None if args.no_media_probe else media_probe
+    report["cpu_probe"] = None if args.no_cpu_probe else cpu_probe
+    with_cpu_probe = [] if args.no_cpu_probe else ["--cpu-probe", cpu_probe]
     if not args.predict_only:
         bench(base_data, "files", 4, os.path.join(args.out, "warmup.json"))
         report["base_captures"] = []
@@ -235,16 +259,27 @@ def main() -> int:
             s = scored_bench(base_data, "files", 4, os.path.join(args.out, f"base-capture-{k}.json"), trace)
             report["base_captures"].append({"trace": trace, "throughput_samples_per_s": s["throughput_samples_per_s"],
                                             "noise": s["noise"], "loaded": s["loaded"], "discarded": s["discarded"]})
-        sh([simreplay, "calibrate", *traces, "--out", model_plain], stdout=subprocess.DEVNULL)
+        if not args.no_cpu_probe:
+            t = time.monotonic()
+            probe_data = os.path.join(args.data, "cpu-probe")
+            make_dataset(probe_data, PROBE_DATASET + ["--exclude-sources", base_data])
+            sh([PY, "-m", "simreplay_capture.probe_cpu", "--bench-data", probe_data, "--format", "files",
+                "--image-size", str(CROP), "--frames", "4", "--batch-size", str(BATCH), "--prefetch-factor", "2",
+                "--seed", "0", *PROBE_ARGS, "--out", cpu_probe], env=capture_env(), stdout=subprocess.DEVNULL)
+            report["cpu_probe_wall_s"] = time.monotonic() - t
+        sh([simreplay, "calibrate", *traces, *with_cpu_probe, "--out", model_plain], stdout=subprocess.DEVNULL)
         if not args.no_media_probe:
             t = time.monotonic()
             sh([PY, "-m", "simreplay_capture.probe_media", "--bench-data", base_data, "--image-size", str(CROP),
                 "--frames", "4", "--scales", "0.5,1,2", "--frame-scales", "1,2", "--samples", "24",
                 "--out", media_probe],
-               env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture")), stdout=subprocess.DEVNULL)
+               env=capture_env(), stdout=subprocess.DEVNULL)
             report["media_probe_wall_s"] = time.monotonic() - t
-            sh([simreplay, "calibrate", *traces, "--media-probe", media_probe, "--out", model],
+            sh([simreplay, "calibrate", *traces, "--media-probe", media_probe, *with_cpu_probe, "--out", model],
                stdout=subprocess.DEVNULL)
+        if not args.no_cpu_probe:
+            sh([simreplay, "calibrate", *traces, *([] if args.no_media_probe else ["--media-probe", media_probe]),
+                "--out", model_no_cpu_probe], stdout=subprocess.DEVNULL)
     if args.no_media_probe:
         model = model_plain
     background = float(args.background_threads) if args.background_threads != "auto" else -1.0
@@ -319,6 +354,11 @@ def main() -> int:
                         tiers, background, workers_of(c))
             entry["predicted_without_media_probe"] = q["train_throughput_samples_per_s"]
             entry["error_without_media_probe_pct"] = 100 * (q["train_throughput_samples_per_s"] - med) / med
+        if os.path.exists(model_no_cpu_probe) and not args.no_cpu_probe:
+            q = predict(simreplay, model_no_cpu_probe, overrides, os.path.join(args.out, "predict-without-cpu-probe", c),
+                        tiers, background, workers_of(c))
+            entry["predicted_without_cpu_probe"] = q["train_throughput_samples_per_s"]
+            entry["error_without_cpu_probe_pct"] = 100 * (q["train_throughput_samples_per_s"] - med) / med
         report["cases"][c] = entry
     # The change each what-if predicts against the base case, next to the change measured: machine load
     # that the model does not hold (it assumes a dedicated machine) cancels to first order in the ratio.
@@ -347,7 +387,9 @@ def main() -> int:
               f"{e['error_pct']:+6.1f}%  {e['spread_pct']:5.1f}%  {e.get('ratio_error_pct', 0.0):+6.1f}%  "
               f"{min(load):.1f}..{max(load):.1f}  {'yes' if e['scored'] else 'NO (foreign load)'}"
               + (f"   without media probe {e['predicted_without_media_probe']:.1f} "
-                 f"({e['error_without_media_probe_pct']:+.1f}%)" if "predicted_without_media_probe" in e else ""))
+                 f"({e['error_without_media_probe_pct']:+.1f}%)" if "predicted_without_media_probe" in e else "")
+              + (f"   without CPU probe {e['predicted_without_cpu_probe']:.1f} "
+                 f"({e['error_without_cpu_probe_pct']:+.1f}%)" if "predicted_without_cpu_probe" in e else ""))
     failing = [f"{c} {e['error_pct']:+.1f}%" for c, e in report["cases"].items()
                if "error_pct" in e and e["scored"] and abs(e["error_pct"]) > args.limit_pct]
     unscored = [c for c, e in report["cases"].items() if not e["scored"]]
