@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build
   cmake g++ make pkg-config
+  # compiler cache: a clean clone rebuilds from the cache of an earlier build (scripts/ccache_env.sh)
+  ccache
   # C++ libraries
   libsimgrid-dev libeigen3-dev libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   libgtest-dev libbenchmark-dev

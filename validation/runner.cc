@@ -20,6 +20,7 @@
 
 #include "common/atomic_file.h"
 #include "common/json_fields.h"
+#include "validation/source_tree.h"
 
 extern char** environ;
 
@@ -132,10 +133,23 @@ nlohmann::json RunRecord::ToJson() const {
           {"steal_fraction", steal_fraction},
           {"cpu_mhz_before", cpu_mhz_before},
           {"cpu_mhz_after", cpu_mhz_after},
+          {"host_before", host_before.ToJson()},
+          {"host_after", host_after.ToJson()},
           {"attempts", attempts},
           {"over_noise_bound", over_noise_bound},
+          {"noise_reason", noise_reason},
           {"started_utc", started_utc}};
 }
+
+std::vector<double> ScreenedFaultCostsUs(const std::vector<RunRecord>& runs) {
+  std::vector<double> us;
+  for (const auto& run : runs)
+    for (const HostCapacity* h : {&run.host_before, &run.host_after})
+      if (h->fresh_page_touch_us > 0) us.push_back(h->fresh_page_touch_us);
+  return us;
+}
+
+double RunRecord::HostDeliveredShare() const { return MeanDeliveredShare(host_before, host_after); }
 
 Result<RunRecord> RunRecordFromJson(const nlohmann::json& j, const std::string& where) {
   RunRecord r;
@@ -160,6 +174,13 @@ Result<RunRecord> RunRecordFromJson(const nlohmann::json& j, const std::string& 
     r.cpu_mhz_after = j.value("cpu_mhz_after", -1.0);
     r.attempts = j.value("attempts", 1);
     r.over_noise_bound = j.value("over_noise_bound", false);
+    r.noise_reason = j.value("noise_reason", r.over_noise_bound ? "steal" : "");
+    for (auto [key, screen] : {std::pair{"host_before", &r.host_before}, std::pair{"host_after", &r.host_after}}) {
+      if (!j.contains(key)) continue;  // runs recorded before the host screen (2026-12-04)
+      auto s = HostCapacityFromJson(j.at(key));
+      if (!s.ok()) return Status::InvalidArgument(where + ": run record: " + key + ": " + s.status().message());
+      *screen = *s;
+    }
     r.started_utc = j.value("started_utc", "");
   } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(where + ": run record: " + e.what());
@@ -188,11 +209,26 @@ Result<ChildOutcome> RunChild(const std::vector<std::string>& argv, const std::s
   for (auto& s : argv_copy) args.push_back(s.data());
   args.push_back(nullptr);
 
+  // stdout and stderr each through a pipe of ours into the log, so that the child's error (its last
+  // stderr line: warnings and errors go there, and stdout is flushed at exit, after them) is known.
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::IoError(fmt::format("pipe: {}", std::strerror(errno)));
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    const int err = errno;
+    close(out_pipe[0]), close(out_pipe[1]);
+    return Status::IoError(fmt::format("pipe: {}", std::strerror(err)));
+  }
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    const int err = errno;
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+    return Status::IoError(fmt::format("{}: {}", log_path, std::strerror(err)));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
@@ -202,13 +238,51 @@ Result<ChildOutcome> RunChild(const std::vector<std::string>& argv, const std::s
   int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  if (rc != 0) return Status::IoError(fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
+  close(out_pipe[1]), close(err_pipe[1]);
+  fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+  fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
   ChildOutcome out;
+  std::string err_tail;  // the last few KiB of stderr, for its last line
+  // Copies what the child wrote so far on `fd` into the log (never blocking: a worker that outlives
+  // the child may hold the pipe open).
+  auto pump = [&](int fd, std::string* tail) {
+    char buf[16384];
+    while (true) {
+      const ssize_t n = read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      if (tail != nullptr) {
+        tail->append(buf, static_cast<size_t>(n));
+        if (tail->size() > 8192) tail->erase(0, tail->size() - 4096);
+      }
+      for (ssize_t done = 0; done < n && out.log_error.empty();) {
+        const ssize_t w = write(log_fd, buf + done, static_cast<size_t>(n - done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) out.log_error = fmt::format("{}: {}", log_path, std::strerror(w < 0 ? errno : ENOSPC));
+        done += std::max<ssize_t>(w, 0);
+      }
+    }
+  };
+  auto pump_both = [&]() { pump(out_pipe[0], nullptr), pump(err_pipe[0], &err_tail); };
+  auto finish = [&]() {
+    close(out_pipe[0]), close(err_pipe[0]);
+    if (close(log_fd) != 0 && out.log_error.empty())
+      out.log_error = fmt::format("{}: {}", log_path, std::strerror(errno));
+  };
+  if (rc != 0) {
+    finish();
+    return Status::IoError(fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
+  }
   int status = 0;
   while (true) {
+    pump_both();
     pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
-    if (done < 0 && errno != EINTR) return Status::IoError(fmt::format("waitpid: {}", std::strerror(errno)));
+    if (done < 0 && errno != EINTR) {
+      const int err = errno;
+      finish();
+      return Status::IoError(fmt::format("waitpid: {}", std::strerror(err)));
+    }
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!out.timed_out && elapsed > timeout_s) {
       out.timed_out = true;
@@ -216,9 +290,25 @@ Result<ChildOutcome> RunChild(const std::vector<std::string>& argv, const std::s
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  pump_both();
+  finish();
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  const size_t end = err_tail.find_last_not_of(" \t\r\n");
+  if (end != std::string::npos) {
+    const size_t newline = err_tail.find_last_of('\n', end);
+    const size_t start = newline == std::string::npos ? 0 : newline + 1;
+    out.last_error_line = err_tail.substr(start, end - start + 1);
+  }
   return out;
+}
+
+std::string ChildFailure(const Result<ChildOutcome>& outcome) {
+  if (!outcome.ok()) return outcome.status().message();
+  std::string why = fmt::format("exit {}", outcome->exit_code);
+  if (!outcome->last_error_line.empty()) why += ": " + outcome->last_error_line;
+  if (!outcome->log_error.empty()) why += "; its log is incomplete: " + outcome->log_error;
+  return why;
 }
 
 Status WriteRunIndex(const std::string& dir, const std::vector<RunRecord>& runs) {
@@ -314,7 +404,7 @@ std::string FindCapturePath() {
     dir = dir.parent_path();
   }
   std::error_code ec;
-  const std::filesystem::path tree = std::filesystem::path(SIMREPLAY_SOURCE_TREE) / "capture";
+  const std::filesystem::path tree = std::filesystem::path(SourceTree()) / "capture";
   if (std::filesystem::exists(tree / "simreplay_capture" / "__init__.py", ec)) return tree.string();
   return "";
 }

@@ -39,7 +39,10 @@ def test_probe_measures_the_servers_first_byte_rate_and_connection_limit(tmp_pat
     doc = json.load(open(out))
     f = doc["fit"]
     assert doc["kind"] == "object" and doc["object_bytes"] == 1_000_000
-    assert 0.019 <= f["first_byte_s"] <= 0.040  # 20 ms in the server, plus a loopback-like veth
+    # 20 ms in the server is the floor the host guarantees; what it adds on top depends on its load (up to
+    # 40 ms seen on a busy 2-core VM), so the ceiling only separates the first byte from the transfer: a
+    # probe that timed the 1 MB body at 2 MB/s would report 0.5 s.
+    assert 0.019 <= f["first_byte_s"] <= 0.25
     assert 1.5e6 <= f["per_connection_bytes_per_s"] <= 2.6e6  # nginx limit_rate 2 MB/s
     # 8 at once: 503s. At exactly 4, nginx sometimes still counts a finished request when the same client's
     # next one arrives (the slot is freed when the request is finalised), so the level below may be 2.
@@ -89,7 +92,7 @@ def test_s3_probe_through_boto3_measures_the_same_server(tmp_path):
     assert doc["endpoint"]["kind"] == "s3" and doc["endpoint"]["client"] == "boto3"
     assert doc["endpoint"]["signed"] is False and doc["endpoint"]["retries"] == 0
     assert doc["url"] == "s3://bucket/shard.tar" and doc["object_bytes"] == 1_000_000
-    assert 0.019 <= f["first_byte_s"] <= 0.060  # 20 ms in the server, plus boto3's own work per call
+    assert 0.019 <= f["first_byte_s"] <= 0.25  # 20 ms in the server, plus boto3's own work (as above)
     assert doc["first_byte"]["connect_median_s"] is None and doc["first_byte"]["client_median_s"] > 0
     assert 1.5e6 <= f["per_connection_bytes_per_s"] <= 2.6e6
     assert f["connection_limit"] in (2, 4)  # as in the HTTP probe above (a limiter strict at its limit)

@@ -23,7 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kDataDir = SIMREPLAY_SOURCE_DIR "/tests/data/kineto";
+const std::string kDataDir = std::string(SIMREPLAY_SOURCE_DIR) + "/tests/data/kineto";
 const std::string kResNet = kDataDir + "/kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace.json.gz";
 const std::string kDlrmTar = kDataDir + "/param_dlrm_kineto_8ranks.tar.gz";
 

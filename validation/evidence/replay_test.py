@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+"""The evidence replay's own checks (ctest evidence_replay_checks), on the first development recording:
+1. a deliberately worsened model (every recorded sample's decode, CPU and wall time x1.2, so the model
+   calibrates decode costs 1.2x too high) fails the gate, naming the cases that got worse;
+2. a recording whose measurement side differs from the tree's (its harness's digest edited) asks for a
+   re-recording by set name (exit 2), and nothing is replayed;
+3. a recording that has no baseline entry fails the gate by name.
+
+    validation/evidence/replay_test.py --bin build/simreplay --out DIR
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from sets import RECORDINGS  # noqa: E402
+
+REPLAY = os.path.join(HERE, "replay.py")
+
+
+def replay(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, REPLAY, *args], capture_output=True, text=True)
+
+
+def check(condition: bool, what: str, proc: subprocess.CompletedProcess) -> bool:
+    print(("ok   " if condition else "FAIL ") + what)
+    if not condition:
+        print(proc.stdout[-3000:] + proc.stderr[-2000:])
+    return condition
+
+
+def copy_recording(src: str, root: str, name: str) -> str:
+    dest = os.path.join(root, "development", name)
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(src, dest)
+    return dest
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    dev = os.path.join(RECORDINGS, "development")
+    recs = sorted(os.listdir(dev)) if os.path.isdir(dev) else []
+    if not recs:
+        print(f"replay_test: no development recording under {dev}")
+        return 1
+    ok = True
+
+    p = replay("development", "--bin", args.bin, "--out", os.path.join(args.out, "worsened"), "--perturb-decode", "1.2")
+    named = [line for line in p.stdout.splitlines() if line.startswith("REGRESSION development/")]
+    ok &= check(p.returncode == 1 and bool(named),
+                f"decode costs x1.2 fail the replay gate by name ({len(named)} line(s), e.g. "
+                f"{named[0] if named else 'none'})", p)
+
+    root = os.path.join(args.out, "stale-recordings")
+    rec = copy_recording(os.path.join(dev, recs[0]), root, recs[0])
+    meta_path = os.path.join(rec, "recording.json")
+    meta = json.load(open(meta_path))
+    meta["measurement_digest"]["validation/suite/run.sh"] = "0" * 64
+    meta["measurement_digest"]["*"] = "0" * 64
+    json.dump(meta, open(meta_path, "w"))
+    p = replay("--recordings", root, "--bin", args.bin, "--out", os.path.join(args.out, "stale"))
+    ok &= check(p.returncode == 2 and "re-record development" in p.stdout and "validation/suite/run.sh" in p.stdout,
+                "a changed harness asks to re-record the set, naming the file", p)
+
+    root = os.path.join(args.out, "unbaselined-recordings")
+    copy_recording(os.path.join(dev, recs[0]), root, "29991231T2359-0000000")
+    p = replay("--recordings", root, "--bin", args.bin, "--out", os.path.join(args.out, "unbaselined"))
+    ok &= check(p.returncode == 1 and "development/29991231T2359-0000000: no baseline" in p.stdout,
+                "a recording without a baseline fails by name", p)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
