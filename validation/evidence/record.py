@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sets import RECORDINGS, REPO, SETS, EvidenceSet, measurement_digest  # noqa: E402
 
 SUITE_SETS = ("development", "heldout", "heldout-video")
+DATASET_STAMP = ".simreplay-dataset-args"
 # What a recording keeps of a harness's output directory: the real runs and the probes that the
 # predictions are made from; never what the code under test derives from them (models, predictions,
 # reports), which the replay makes anew.
@@ -150,19 +151,38 @@ def package(evidence_set: EvidenceSet, out_dir: str, dataset_dir: str, meta: Dic
     deterministic_tar(out_dir, [n for n in KEPT if os.path.exists(os.path.join(out_dir, n))],
                       os.path.join(tmp, "runs.tar.gz"))
     shutil.copyfile(os.path.join(dataset_dir, "dataset.json"), os.path.join(tmp, "dataset.json"))
+    # The make-dataset arguments the harness stamped into the dataset (a harness rebuilds a dataset
+    # whose stamp differs, so the replay needs it beside the index).
+    shutil.copyfile(os.path.join(dataset_dir, DATASET_STAMP), os.path.join(tmp, "dataset-args.txt"))
     runs = runs_of(out_dir)
     doc = dict(meta, schema="simreplay.evidence-recording/1", set=evidence_set.name, spec=evidence_set.spec,
                held_out=evidence_set.held_out, host=host_facts(runs),
                measurement_digest=measurement_digest(evidence_set),
                at_recording=record_summary(evidence_set, out_dir),
                files={n: {"bytes": os.path.getsize(os.path.join(tmp, n)), "sha256": sha256_file(os.path.join(tmp, n))}
-                      for n in ("runs.tar.gz", "dataset.json")})
+                      for n in ("runs.tar.gz", "dataset.json", "dataset-args.txt")})
     with open(os.path.join(tmp, "recording.json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
     shutil.rmtree(dest, ignore_errors=True)
     os.replace(tmp, dest)
     return dest
+
+
+def repackage(recording_dir: str) -> str:
+    """Packs a recording again from the harness output it was made from (still in build/evidence-record),
+    with its own window, commit and exit code: for a recorder that learnt to keep more. Refused when the
+    set's measurement side is no longer the one the runs were made with."""
+    with open(os.path.join(recording_dir, "recording.json")) as f:
+        old = json.load(f)
+    evidence_set = SETS[old["set"]]
+    if measurement_digest(evidence_set)["*"] != old["measurement_digest"]["*"]:
+        raise SystemExit(f"record.py: {recording_dir}: the measurement side changed since it was recorded")
+    data = os.path.join(REPO, "build", "validation-data")
+    dataset_dir = {"heldout": data + "-heldout", "heldout-video": data + "-heldout-video"}.get(old["set"], data)
+    meta = {k: old[k] for k in ("commit", "recorded_utc_start", "recorded_utc_end", "harness_exit_code", "harness",
+                                "harness_out_dir")}
+    return package(evidence_set, old["harness_out_dir"], dataset_dir, meta)
 
 
 def now_utc() -> str:
@@ -174,7 +194,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("sets", nargs="*", default=list(SETS), help=f"of {', '.join(SETS)} (default: all)")
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "simreplay"))
     ap.add_argument("--work", default=os.path.join(REPO, "build", "evidence-record"))
+    ap.add_argument("--repackage", nargs="+", metavar="RECORDING",
+                    help="pack these recordings again from their harness outputs (nothing is run)")
     args = ap.parse_args(argv)
+    if args.repackage:
+        for rec in args.repackage:
+            print(f"record.py: repacked {os.path.relpath(repackage(os.path.abspath(rec)), REPO)}")
+        return 0
     unknown = [s for s in args.sets if s not in SETS]
     if unknown:
         print(f"record.py: unknown set(s) {', '.join(unknown)}; known: {', '.join(SETS)}", file=sys.stderr)

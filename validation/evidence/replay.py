@@ -83,6 +83,7 @@ def unpack(recording_dir: str, recording: Dict[str, Any], work: str, perturb: Op
     with tarfile.open(os.path.join(recording_dir, "runs.tar.gz")) as tar:
         tar.extractall(runs)
     shutil.copyfile(os.path.join(recording_dir, "dataset.json"), os.path.join(dataset, "dataset.json"))
+    shutil.copyfile(os.path.join(recording_dir, "dataset-args.txt"), os.path.join(dataset, ".simreplay-dataset-args"))
     old = recording["harness_out_dir"].rstrip("/")
     for root, _, files in os.walk(runs):
         for f in files:

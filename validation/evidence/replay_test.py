@@ -4,7 +4,8 @@
    calibrates decode costs 1.2x too high) fails the gate, naming the cases that got worse;
 2. a recording whose measurement side differs from the tree's (its harness's digest edited) asks for a
    re-recording by set name (exit 2), and nothing is replayed;
-3. a recording that has no baseline entry fails the gate by name.
+3. a recording that has no baseline entry fails the gate by name;
+4. replaying the same recording twice gives byte-identical results (validation.json and replay.json).
 
     validation/evidence/replay_test.py --bin build/simreplay --out DIR
 """
@@ -76,6 +77,17 @@ def main() -> int:
     p = replay("--recordings", root, "--bin", args.bin, "--out", os.path.join(args.out, "unbaselined"))
     ok &= check(p.returncode == 1 and "development/29991231T2359-0000000: no baseline" in p.stdout,
                 "a recording without a baseline fails by name", p)
+    first = os.path.join(args.out, "determinism")
+    outputs = []
+    for attempt in range(2):
+        p = replay("development", "--bin", args.bin, "--out", first)
+        rec_out = os.path.join(first, "development", recs[-1])
+        outputs.append((open(os.path.join(rec_out, "result", "validation.json"), "rb").read()
+                        if os.path.exists(os.path.join(rec_out, "result", "validation.json")) else b"",
+                        open(os.path.join(first, "replay.json"), "rb").read()
+                        if os.path.exists(os.path.join(first, "replay.json")) else b""))
+    ok &= check(bool(outputs[0][0]) and outputs[0] == outputs[1],
+                "two replays of the same recording give the same bytes (validation.json, replay.json)", p)
     return 0 if ok else 1
 
 
