@@ -317,13 +317,18 @@ Status SynthesizeMedia(const std::map<std::string, MediaCostModel>& models,
     const double tol = 1e-9;
     if (e.pixels_min < d.pixels_min * (1 - tol) || e.pixels_max > d.pixels_max * (1 + tol)) {
       warnings->push_back(fmt::format(
-          "extrapolating: media {} at {:.4g}..{:.4g} decoded pixels per sample, outside the measured {:.4g}..{:.4g}", m,
-          e.pixels_min, e.pixels_max, d.pixels_min, d.pixels_max));
+          "extrapolating: media {} at {:.4g}..{:.4g} decoded pixels per sample, outside the measured {:.4g}..{:.4g}; "
+          "measure the curve at these sizes with `python3 -m simreplay_capture.probe_media` and "
+          "`simreplay calibrate --media-probe` (docs/probe-format.md)",
+          m, e.pixels_min, e.pixels_max, d.pixels_min, d.pixels_max));
       if (extrapolated != nullptr) extrapolated->push_back("data.media." + m + ".pixels");
     }
     if (e.frames_min < d.frames_min - tol || e.frames_max > d.frames_max + tol) {
-      warnings->push_back(fmt::format("extrapolating: media {} at {:g}..{:g} frames, outside the measured {:g}..{:g}",
-                                      m, e.frames_min, e.frames_max, d.frames_min, d.frames_max));
+      warnings->push_back(fmt::format(
+          "extrapolating: media {} at {:g}..{:g} frames, outside the measured {:g}..{:g}; measure the curve at these "
+          "frame counts with `python3 -m simreplay_capture.probe_media` and `simreplay calibrate --media-probe` "
+          "(docs/probe-format.md)",
+          m, e.frames_min, e.frames_max, d.frames_min, d.frames_max));
       if (extrapolated != nullptr) extrapolated->push_back("data.media." + m + ".frames");
     }
   }

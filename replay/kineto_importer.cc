@@ -241,22 +241,24 @@ class EventSink {
     if (auto c = e.find("cat"); c != e.end() && c->is_string()) cat = c->get<std::string>();
     auto ts = e.find("ts");
     auto dur = e.find("dur");
-    std::optional<int64_t> start_ns = ts == e.end() ? std::nullopt : MicrosToNs(*ts);
-    std::optional<int64_t> dur_ns = dur == e.end() ? std::nullopt : MicrosToNs(*dur);
+    // Plain integers (-1: absent or invalid) rather than optionals: GCC 12 warned an optional's value
+    // "may be used uninitialized" where it had been checked (-Wmaybe-uninitialized, a false positive).
+    const int64_t start_ns = ts == e.end() ? -1 : MicrosToNs(*ts).value_or(-1);
+    const int64_t duration_ns = dur == e.end() ? -1 : MicrosToNs(*dur).value_or(-1);
     // Kineto's ts are microseconds on a clock that starts at or after 0; a negative ts made the
     // overflow check below (max - ts) itself overflow (found by fuzzing, 2026-12-02).
-    if (!start_ns || *start_ns < 0) {
+    if (start_ns < 0) {
       return Fail("event \"" + name + "\": \"ts\" must be a finite, non-negative number of microseconds");
     }
-    if (!dur_ns || *dur_ns < 0) {
+    if (duration_ns < 0) {
       return Fail("event \"" + name + "\" at ts " + ts->dump() + ": \"dur\" must be a non-negative number");
     }
     // ts and dur are each below 2^63 ns but their sum need not be: adding them would be signed overflow.
-    if (*dur_ns > std::numeric_limits<int64_t>::max() - *start_ns) {
+    if (duration_ns > std::numeric_limits<int64_t>::max() - start_ns) {
       return Fail("event \"" + name + "\" at ts " + ts->dump() + ": ts + dur is past the largest time representable");
     }
-    file_->earliest_ns = std::min(file_->earliest_ns, *start_ns);
-    Interval span{*start_ns, *start_ns + *dur_ns};
+    file_->earliest_ns = std::min(file_->earliest_ns, start_ns);
+    Interval span{start_ns, start_ns + duration_ns};
     static const json kNoArgs = json::object();
     const json* args = &kNoArgs;
     if (auto a = e.find("args"); a != e.end() && a->is_object()) args = &*a;

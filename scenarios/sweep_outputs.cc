@@ -43,8 +43,10 @@ struct ChartPoint {
   double x = 0, y = 0, low = -1, high = -1;
   bool operator<(const ChartPoint& o) const { return x < o.x; }
 };
+// y_unit_value: the metric's value of one axis unit (1 << 30 plots bytes in GiB); the y values, their
+// intervals and the tick labels are all in that unit.
 std::string Chart(const std::vector<SweepResult>& points, const std::string& metric, const std::string& title,
-                  const std::string& low = "", const std::string& high = "") {
+                  const std::string& low = "", const std::string& high = "", double y_unit_value = 1.0) {
   if (points.empty() || points[0].axes.empty()) return "";
   std::map<std::string, std::vector<ChartPoint>> series;
   double xmax = 0, ymax = 0, xmin = 1e300;
@@ -56,12 +58,12 @@ std::string Chart(const std::vector<SweepResult>& points, const std::string& met
       label += (label.empty() ? "" : ", ") + p.axes[a].first + "=" + Cell(&p.axes[a].second);
     const auto* y = Lookup(p.result["metrics"], metric);
     if (y == nullptr || !y->is_number()) continue;
-    ChartPoint cp{xv.get<double>(), y->get<double>()};
+    ChartPoint cp{xv.get<double>(), y->get<double>() / y_unit_value};
     const auto* lo = low.empty() ? nullptr : Lookup(p.result["metrics"], low);
     const auto* hi = high.empty() ? nullptr : Lookup(p.result["metrics"], high);
     if (lo != nullptr && hi != nullptr && lo->is_number() && hi->is_number()) {
-      cp.low = lo->get<double>();
-      cp.high = hi->get<double>();
+      cp.low = lo->get<double>() / y_unit_value;
+      cp.high = hi->get<double>() / y_unit_value;
     }
     series[label.empty() ? metric : label].push_back(cp);
     xmax = std::max(xmax, cp.x);
@@ -135,6 +137,18 @@ std::vector<ScalingPoint> ScalingCurve(const std::vector<SweepResult>& points, i
   auto curve = models::ComputeScaling(samples);
   *knee = models::FindKnee(curve, kScalingKneeFraction);
   return curve;
+}
+
+// Peak host memory in GiB when any point reaches 1 GiB, else in MiB: a person reads 0.95 GiB, not 9.55e+08.
+std::string MemoryChart(const std::vector<SweepResult>& points) {
+  double most_bytes = 0;
+  for (const auto& p : points) {
+    const auto* y = Lookup(p.result["metrics"], "peak_host_memory_bytes");
+    if (y != nullptr && y->is_number()) most_bytes = std::max(most_bytes, y->get<double>());
+  }
+  const bool gib = most_bytes >= double(1 << 30);
+  return Chart(points, "peak_host_memory_bytes", gib ? "Peak host memory (GiB)" : "Peak host memory (MiB)", "", "",
+               gib ? double(1 << 30) : double(1 << 20));
 }
 
 std::string ScalingChart(const std::vector<SweepResult>& points) {
@@ -333,7 +347,7 @@ std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepR
   html += Chart(points, "pipeline_throughput_samples_per_s", "Data pipeline alone (samples/s)");
   html += Chart(points, "gpu_idle_fraction", "GPU idle fraction");
   html += Chart(points, "data_wait_s.p95", "Data wait p95 (s)");
-  html += Chart(points, "peak_host_memory_bytes", "Peak host memory (bytes)");
+  html += MemoryChart(points);
   if (points.size() == 1 && points[0].axes.empty()) {
     html += "<h2>Metrics</h2>\n<pre>" + HtmlEscape(points[0].result["metrics"].dump(2)) + "</pre>\n";
   }

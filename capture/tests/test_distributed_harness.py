@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -26,8 +27,20 @@ def _namespaces(tag: str):
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to drop to nobody")
 def test_not_root_says_so_and_changes_nothing(tmp_path):
-    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", HARNESS,
-                        "--nodes", "2", "--out", str(tmp_path / "o"), "--", "x.py"], capture_output=True, text=True)
+    # nobody may not be able to read the checkout (a root clone under /root is mode 700), so it runs a
+    # copy of the harness (it imports only the standard library) from a place it can read, and writes
+    # nowhere it could not.
+    readable = tempfile.mkdtemp(prefix="srn-nobody-")
+    try:
+        harness = os.path.join(readable, "netns_run.py")
+        shutil.copyfile(HARNESS, harness)
+        os.chmod(readable, 0o755)
+        os.chmod(harness, 0o644)
+        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+                            harness, "--nodes", "2", "--out", os.path.join(readable, "o"), "--", "x.py"],
+                           capture_output=True, text=True, cwd=readable)
+    finally:
+        shutil.rmtree(readable, ignore_errors=True)
     assert p.returncode == 77
     assert "needs root" in p.stderr and "nothing was changed" in p.stderr
 

@@ -42,7 +42,9 @@ TEST(Relief, OnlyReliefsThatChangeSomethingApply) {
   EXPECT_FALSE(Has(reliefs, "pin_thread"));
   EXPECT_TRUE(Has(reliefs, "storage_read_time"));
   for (const auto& r : reliefs) {
-    if (r.name == "num_workers") EXPECT_EQ(r.change, "num_workers 2 -> 4");
+    if (r.name == "num_workers") {
+      EXPECT_EQ(r.change, "num_workers 2 -> 4");
+    }
   }
   // Stragglers on two nodes bring the cluster reliefs in.
   auto cluster = sim::PreparePoint(

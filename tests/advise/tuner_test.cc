@@ -94,8 +94,12 @@ TEST(Tuner, EverySettingTheRecommendationChangesBuysTwoPercentByItself) {
   for (const auto& x : r->reverted) {
     EXPECT_LT(x.gain, kMinSettingGain) << x.setting;
     EXPECT_NE(x.value, x.kept) << x.setting;
-    if (x.setting == "prefetch_factor") EXPECT_EQ(best.prefetch_factor, now.prefetch_factor);
-    if (x.setting == "data.format") EXPECT_EQ(best.format, now.format);
+    if (x.setting == "prefetch_factor") {
+      EXPECT_EQ(best.prefetch_factor, now.prefetch_factor);
+    }
+    if (x.setting == "data.format") {
+      EXPECT_EQ(best.format, now.format);
+    }
   }
   const auto json = TuneJson("s", *r, o);
   EXPECT_EQ(json["reverted"].size(), r->reverted.size());

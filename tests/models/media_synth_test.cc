@@ -82,6 +82,9 @@ TEST(MediaSynth, ReshapedRowKeepsItsOwnDeviation) {
   ASSERT_EQ(warnings.size(), 2u);
   EXPECT_NE(warnings[0].find("assumed"), std::string::npos);
   EXPECT_NE(warnings[1].find("extrapolating: media jpeg"), std::string::npos);
+  // It names the measurement that would remove it (the media probe and calibrate's flag).
+  EXPECT_NE(warnings[1].find("simreplay_capture.probe_media"), std::string::npos);
+  EXPECT_NE(warnings[1].find("calibrate --media-probe"), std::string::npos);
 }
 
 TEST(MediaSynth, FramesScaleClipsProportionallyWhenNeverVaried) {

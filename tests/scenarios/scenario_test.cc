@@ -236,6 +236,33 @@ TEST(SweepOutputs, HtmlListsEveryPointsWarningsOnce) {
   EXPECT_EQ(html.find("<li>shared</li>"), html.rfind("<li>shared</li>"));
 }
 
+TEST(SweepOutputs, MemoryAxisIsInGibOrMibNotBytes) {
+  // 0.95e9 and 1.5e9 bytes: the largest is over 1 GiB (1073741824), so the axis is in GiB. Its top
+  // tick is ymax x 1.1 = 1.5e9 / 2^30 x 1.1 = 1.5367 GiB ("1.54"); nothing prints bytes (9.5e+08).
+  auto point = [](int workers, double bytes) {
+    nlohmann::json result = {{"accelerator", "emulated"},
+                             {"warnings", nlohmann::json::array()},
+                             {"metrics",
+                              {{"train_throughput_samples_per_s", 1.0},
+                               {"pipeline_throughput_samples_per_s", 1.0},
+                               {"gpu_idle_fraction", 0.5},
+                               {"data_wait_s", {{"p95", 0.1}}},
+                               {"time_to_first_batch_s", 0.1},
+                               {"peak_host_memory_bytes", bytes},
+                               {"bottleneck", {{"stage", "cpu"}, {"evidence", "e"}}}}}};
+    return SweepResult{{{"loader.num_workers", workers}}, result};
+  };
+  std::string html = SweepHtml("s.json", {point(1, 0.95e9), point(2, 1.5e9)});
+  EXPECT_NE(html.find("Peak host memory (GiB)"), std::string::npos);
+  EXPECT_NE(html.find(">1.54<"), std::string::npos);
+  EXPECT_EQ(html.find("(bytes)"), std::string::npos);
+  EXPECT_EQ(html.find("e+08"), std::string::npos);
+  // All under 1 GiB: MiB. 5e8 bytes = 476.84 MiB, top tick 476.84 x 1.1 = 524.52, 3 digits: "525".
+  html = SweepHtml("s.json", {point(1, 2e8), point(2, 5e8)});
+  EXPECT_NE(html.find("Peak host memory (MiB)"), std::string::npos);
+  EXPECT_NE(html.find(">525<"), std::string::npos);
+}
+
 TEST(SweepOutputs, ScalingCurveMarksTheKnee) {
   // 1, 2, 4, 8 nodes of 8 GPUs at 800, 1580, 2900, 3400 samples/s: 100 samples/s per GPU at 8 GPUs.
   // Added GPUs buy (1580 - 800) / 8 = 97.5 (97.5% of linear), (2900 - 1580) / 16 = 82.5 (82.5%), then
