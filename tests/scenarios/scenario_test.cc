@@ -217,20 +217,23 @@ TEST(SweepOutputs, CsvHasAxesThenMetrics) {
   EXPECT_NE(cluster.find(",cpu,emulated,assumed (nominal)\n"), std::string::npos) << cluster;
 }
 
+// A what-if point over loader.num_workers with every metric the HTML report reads.
+SweepResult ReportPoint(int workers, const std::vector<std::string>& warnings, double peak_host_memory_bytes) {
+  nlohmann::json result = {{"accelerator", "emulated"},
+                           {"warnings", warnings},
+                           {"metrics",
+                            {{"train_throughput_samples_per_s", 1.0},
+                             {"pipeline_throughput_samples_per_s", 1.0},
+                             {"gpu_idle_fraction", 0.5},
+                             {"data_wait_s", {{"p95", 0.1}}},
+                             {"time_to_first_batch_s", 0.1},
+                             {"peak_host_memory_bytes", peak_host_memory_bytes},
+                             {"bottleneck", {{"stage", "cpu"}, {"evidence", "e"}}}}}};
+  return SweepResult{{{"loader.num_workers", workers}}, result};
+}
+
 TEST(SweepOutputs, HtmlListsEveryPointsWarningsOnce) {
-  auto point = [](int workers, std::vector<std::string> warnings) {
-    nlohmann::json result = {{"accelerator", "emulated"},
-                             {"warnings", warnings},
-                             {"metrics",
-                              {{"train_throughput_samples_per_s", 1.0},
-                               {"pipeline_throughput_samples_per_s", 1.0},
-                               {"gpu_idle_fraction", 0.5},
-                               {"data_wait_s", {{"p95", 0.1}}},
-                               {"time_to_first_batch_s", 0.1},
-                               {"peak_host_memory_bytes", 1.0},
-                               {"bottleneck", {{"stage", "cpu"}, {"evidence", "e"}}}}}};
-    return SweepResult{{{"loader.num_workers", workers}}, result};
-  };
+  auto point = [](int workers, std::vector<std::string> warnings) { return ReportPoint(workers, warnings, 1.0); };
   std::string html = SweepHtml("s.json", {point(1, {"shared"}), point(6, {"shared", "extrapolating: 6 workers"})});
   EXPECT_NE(html.find("extrapolating: 6 workers"), std::string::npos);
   EXPECT_EQ(html.find("<li>shared</li>"), html.rfind("<li>shared</li>"));
@@ -239,19 +242,7 @@ TEST(SweepOutputs, HtmlListsEveryPointsWarningsOnce) {
 TEST(SweepOutputs, MemoryAxisIsInGibOrMibNotBytes) {
   // 0.95e9 and 1.5e9 bytes: the largest is over 1 GiB (1073741824), so the axis is in GiB. Its top
   // tick is ymax x 1.1 = 1.5e9 / 2^30 x 1.1 = 1.5367 GiB ("1.54"); nothing prints bytes (9.5e+08).
-  auto point = [](int workers, double bytes) {
-    nlohmann::json result = {{"accelerator", "emulated"},
-                             {"warnings", nlohmann::json::array()},
-                             {"metrics",
-                              {{"train_throughput_samples_per_s", 1.0},
-                               {"pipeline_throughput_samples_per_s", 1.0},
-                               {"gpu_idle_fraction", 0.5},
-                               {"data_wait_s", {{"p95", 0.1}}},
-                               {"time_to_first_batch_s", 0.1},
-                               {"peak_host_memory_bytes", bytes},
-                               {"bottleneck", {{"stage", "cpu"}, {"evidence", "e"}}}}}};
-    return SweepResult{{{"loader.num_workers", workers}}, result};
-  };
+  auto point = [](int workers, double bytes) { return ReportPoint(workers, {}, bytes); };
   std::string html = SweepHtml("s.json", {point(1, 0.95e9), point(2, 1.5e9)});
   EXPECT_NE(html.find("Peak host memory (GiB)"), std::string::npos);
   EXPECT_NE(html.find(">1.54<"), std::string::npos);

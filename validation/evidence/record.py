@@ -29,7 +29,7 @@ import tarfile
 from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sets import RECORDINGS, REPO, SETS, EvidenceSet, measurement_digest  # noqa: E402
+from sets import PYTHON, RECORDINGS, REPO, SETS, EvidenceSet, measurement_digest  # noqa: E402
 
 SUITE_SETS = ("development", "heldout", "heldout-video")
 DATASET_STAMP = ".simreplay-dataset-args"
@@ -239,7 +239,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if "multinode" in args.sets:
         out = os.path.join(args.work, "multinode")
         start = now_utc()
-        code = subprocess.run([sys.executable, os.path.join(REPO, "validation", "suite", "multinode.py"),
+        code = subprocess.run([PYTHON, os.path.join(REPO, "validation", "suite", "multinode.py"),
                                "--out", out, "--data", data, "--bin", os.path.abspath(args.bin)], env=env).returncode
         end = now_utc()
         if not os.path.exists(os.path.join(out, "runs.json")):

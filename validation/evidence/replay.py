@@ -29,7 +29,7 @@ import tarfile
 from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sets import BASELINE, RECORDINGS, REPO, SETS, EvidenceSet, measurement_digest  # noqa: E402
+from sets import BASELINE, PYTHON, RECORDINGS, REPO, SETS, EvidenceSet, measurement_digest  # noqa: E402
 
 CASE_TOLERANCE_PP = 1.0    # a case may get worse by this much before the gate fails
 MEDIAN_TOLERANCE_PP = 0.01  # rounding only: a set's median may not get worse
@@ -101,16 +101,25 @@ def _r(x: Optional[float]) -> Optional[float]:
     return None if x is None else round(float(x), ROUND)
 
 
+def run_analysis(what: str, cmd: List[str], log_path: str, result_path: str) -> Optional[str]:
+    """Runs one re-analysis, keeping its output in LOG_PATH; None when it wrote RESULT_PATH (a failed
+    accuracy check, exit 4, is a result like any other), else the error to report."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    with open(log_path, "w") as f:
+        f.write(proc.stdout + proc.stderr)
+    if proc.returncode in (0, 4) and os.path.exists(result_path):
+        return None
+    return f"{what} exited {proc.returncode}: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}"
+
+
 def score_suite(evidence_set: EvidenceSet, binary: str, runs: str, dataset: str, out: str) -> Dict[str, Any]:
     result = os.path.join(out, "result")
-    proc = subprocess.run([binary, "validate", os.path.join(REPO, evidence_set.spec), "--ingest", runs,
-                           "--out", result, "--data", dataset], capture_output=True, text=True)
-    with open(os.path.join(out, "validate.log"), "w") as f:
-        f.write(proc.stdout + proc.stderr)
     path = os.path.join(result, "validation.json")
-    if proc.returncode not in (0, 4) or not os.path.exists(path):
-        return {"error": f"simreplay validate --ingest exited {proc.returncode}: "
-                         f"{(proc.stderr.strip().splitlines() or ['no message'])[-1]}"}
+    error = run_analysis("simreplay validate --ingest",
+                         [binary, "validate", os.path.join(REPO, evidence_set.spec), "--ingest", runs, "--out", result,
+                          "--data", dataset], os.path.join(out, "validate.log"), path)
+    if error:
+        return {"error": error}
     per_case = json.load(open(path))["thresholds"].get("per_case", [])
     cases = {c["case"]: {"train_throughput_error_pct": _r(c.get("train_throughput_error_pct")),
                          "gpu_idle_error_pp": _r(c.get("gpu_idle_error_pp"))} for c in per_case}
@@ -118,15 +127,13 @@ def score_suite(evidence_set: EvidenceSet, binary: str, runs: str, dataset: str,
 
 
 def score_multinode(evidence_set: EvidenceSet, binary: str, runs: str, dataset: str, out: str) -> Dict[str, Any]:
-    proc = subprocess.run([sys.executable, os.path.join(REPO, "validation", "suite", "multinode.py"),
-                           "--spec", os.path.join(REPO, evidence_set.spec), "--out", runs, "--ingest",
-                           "--data", dataset, "--bin", binary], capture_output=True, text=True)
-    with open(os.path.join(out, "multinode.log"), "w") as f:
-        f.write(proc.stdout + proc.stderr)
     path = os.path.join(runs, "multinode.json")
-    if proc.returncode not in (0, 4) or not os.path.exists(path):
-        return {"error": f"multinode.py --ingest exited {proc.returncode}: "
-                         f"{(proc.stderr.strip().splitlines() or ['no message'])[-1]}"}
+    error = run_analysis("multinode.py --ingest",
+                         [PYTHON, os.path.join(REPO, "validation", "suite", "multinode.py"), "--spec",
+                          os.path.join(REPO, evidence_set.spec), "--out", runs, "--ingest", "--data", dataset,
+                          "--bin", binary], os.path.join(out, "multinode.log"), path)
+    if error:
+        return {"error": error}
     cases = {}
     for e in json.load(open(path))["results"]:
         err = e.get("error") if isinstance(e.get("error"), dict) else {}

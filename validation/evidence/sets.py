@@ -12,6 +12,8 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 EVIDENCE = os.path.join(REPO, "validation", "evidence")
 RECORDINGS = os.path.join(EVIDENCE, "recordings")
 BASELINE = os.path.join(EVIDENCE, "baseline.json")
+# Debian's Python, whatever runs these scripts: the harnesses import torch from python3-torch.
+PYTHON = "/usr/bin/python3"
 
 
 @dataclass(frozen=True)
