@@ -87,7 +87,8 @@ def timed_request(url: str, byte_range: Optional[Tuple[int, int]] = None, timeou
         t_first = time.perf_counter()
         got = len(first)
         while True:
-            chunk = r.read(1 << 16) if not max_bytes or got < max_bytes else b""
+            want = 1 << 16 if not max_bytes else min(1 << 16, max_bytes - got)
+            chunk = r.read(want) if want > 0 else b""
             if not chunk:
                 break
             got += len(chunk)
@@ -101,7 +102,8 @@ def timed_request(url: str, byte_range: Optional[Tuple[int, int]] = None, timeou
         if cr and "/" in cr and cr.rsplit("/", 1)[1].isdigit():
             total_size = int(cr.rsplit("/", 1)[1])
         return {"status": r.status, "bytes": got, "connect_s": t_conn - t0, "first_byte_s": t_first - t0,
-                "total_s": t_end - t0, "object_bytes": total_size}
+                "total_s": t_end - t0, "object_bytes": total_size,
+                "content_type": (r.getheader("Content-Type") or "").split(";")[0].strip()}
     except http.client.IncompleteRead as e:
         raise RequestError(f"{url}: the server closed the connection after {len(e.partial)} bytes of the body "
                            f"({e.expected} more expected)") from None
@@ -253,12 +255,22 @@ def probe_object(url: str, seed: int, small: int, large_repeats: int, levels: Li
     `endpoint` is recorded as the document's `endpoint` (default {"kind": "http"})."""
     get = get or http_object_get(url)
     head = get((0, 1), 0)
+    # A server that ignores Range answers a ranged GET with 200 and the whole object (Python's
+    # http.server, some static servers): the small requests are then whole-object GETs read for their
+    # first SMALL_BYTES and closed, which time the same first byte and a small transfer.
+    ranged = head.get("status", 206) != 200
     size = head["object_bytes"] if head["object_bytes"] is not None else head["bytes"]
     if size < 2 * SMALL_BYTES:
-        raise ValueError(f"{url}: the object has {size} bytes; expected at least {2 * SMALL_BYTES} (probe a large "
-                         f"object: a shard)")
+        listing = head.get("content_type") == "text/html"
+        raise ValueError(f"{url}: " + (f"the server answered with a {size}-byte HTML page (a directory listing?), "
+                                       "not an object: give the URL of one large object, a shard" if listing else
+                                       f"the object has {size} bytes; expected at least {2 * SMALL_BYTES} (probe a "
+                                       "large object: a shard)"))
     rng = random.Random(seed)
-    smalls = [get((rng.randrange(0, size - SMALL_BYTES), SMALL_BYTES), 0) for _ in range(small)]
+    if ranged:
+        smalls = [get((rng.randrange(0, size - SMALL_BYTES), SMALL_BYTES), 0) for _ in range(small)]
+    else:
+        smalls = [get(None, SMALL_BYTES) for _ in range(small)]
     large_bytes = min(size, LARGE_MAX_BYTES)
     larges = [get(None, large_bytes) for _ in range(large_repeats)]
     points = [(r["bytes"], r["total_s"]) for r in smalls + larges]
@@ -274,6 +286,9 @@ def probe_object(url: str, seed: int, small: int, large_repeats: int, levels: Li
     result["object_store_tier"] = tier_of(fb["median_s"], per_conn, cf["connection_limit"], cf["useful_concurrency"])
     return {"schema": SCHEMA, "url": url, "kind": "object", "endpoint": endpoint or {"kind": "http"},
             "object_bytes": size, "fit": result,
+            "range_requests": {"honoured": ranged, "note": "" if ranged else (
+                "the server ignores Range (a ranged GET came back 200 with the whole object): the small "
+                f"requests are whole-object GETs read for their first {SMALL_BYTES} bytes and closed")},
             "first_byte": fb, "per_connection": {"requests": len(larges), "bytes_per_s": per_conn},
             "connections": sweep,
             "points": [{"bytes": b, "time_s": t} for b, t in points],

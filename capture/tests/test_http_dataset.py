@@ -13,6 +13,8 @@ from conftest import subprocess_env
 from simreplay_capture import probe_http
 from simreplay_capture.bench.dataset import Reader, load_manifest
 
+HERE_DIR = os.path.dirname(os.path.abspath(__file__))
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -68,6 +70,40 @@ def test_probe_http_fits_latency_and_bandwidth(served, tmp_path):
     assert all(lv["bytes"] == doc["aggregate"][0]["bytes"] > 0 for lv in doc["aggregate"])
     assert f["aggregate_bytes_per_s"] >= f["bytes_per_s"]
     assert f["useful_concurrency"] in (1, 2, 4, 8)
+
+
+def _simreplay() -> str:
+    return os.environ.get("SIMREPLAY_BINARY", os.path.join(os.path.dirname(os.path.dirname(HERE_DIR)), "build",
+                                                           "simreplay"))
+
+
+def test_probe_storage_of_one_object_on_a_server_that_ignores_range(served, tmp_path):
+    """Python's http.server answers a ranged GET with 200 and the whole object: `simreplay probe storage`
+    of one shard still measures it, with whole-object GETs read for their first 4096 bytes, and says so."""
+    root, url = served
+    shard = sorted(os.listdir(os.path.join(root, "tar")))[0]
+    size = os.path.getsize(os.path.join(root, "tar", shard))
+    assert size >= 2 * probe_http.SMALL_BYTES
+    out = tmp_path / "probe.json"
+    p = subprocess.run([_simreplay(), "probe", "storage", f"{url}/tar/{shard}", "--quick", "--out", str(out)],
+                       env=subprocess_env(), capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.load(open(out))
+    assert doc["kind"] == "object" and doc["object_bytes"] == size
+    assert doc["range_requests"]["honoured"] is False and "ignores Range" in doc["range_requests"]["note"]
+    small = doc["points"][:doc["settings"]["small_requests"]]
+    assert small and all(pt["bytes"] == probe_http.SMALL_BYTES for pt in small)
+    f = doc["fit"]
+    assert f["first_byte_s"] > 0 and f["per_connection_bytes_per_s"] > 0 and f["bytes_per_s"] > 0
+
+
+def test_probe_storage_of_a_directory_listing_says_what_to_give(served, tmp_path):
+    _, url = served
+    out = tmp_path / "probe.json"
+    p = subprocess.run([_simreplay(), "probe", "storage", f"{url}/files/", "--quick", "--out", str(out)],
+                       env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and "directory listing" in p.stderr and "one large object" in p.stderr, p.stderr
+    assert not out.exists()
 
 
 def test_aggregate_fit_takes_the_best_rate_and_the_fewest_streams_near_it():

@@ -50,11 +50,11 @@ def recordings(root: str, selected: List[str]) -> List[Tuple[EvidenceSet, str]]:
 
 
 def stale_measurement_side(evidence_set: EvidenceSet, recording: Dict[str, Any]) -> List[str]:
-    """The measurement-side files that changed since the recording (empty: none)."""
+    """The files of the set's measurement side, as the tree defines it now, that differ from the
+    recording's (or that it did not digest): empty when none. A file the definition no longer counts
+    does not make a recording stale."""
     now, then = measurement_digest(evidence_set), recording["measurement_digest"]
-    if now["*"] == then["*"]:
-        return []
-    return sorted(k for k in set(now) | set(then) if k != "*" and now.get(k) != then.get(k))
+    return sorted(k for k in now if k != "*" and now[k] != then.get(k))
 
 
 def perturb_trace(path: str, factor: float) -> None:
@@ -213,7 +213,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             skipped.append(key)
             continue
         recording = json.load(open(os.path.join(rec_dir, "recording.json")))
-        changed = stale_measurement_side(evidence_set, recording)
+        # Only a set's newest recording must come from the tree's measurement side: a changed harness
+        # asks for a new recording, and the older ones stay, replayed as the data of their own harness.
+        newest = rec_dir == max(d for s, d in found if s.name == evidence_set.name)
+        changed = stale_measurement_side(evidence_set, recording) if newest else []
         if changed:
             stale.append(f"re-record {evidence_set.name} ({key}): its measurement side changed: {', '.join(changed[:4])}"
                          f"{' ...' if len(changed) > 4 else ''}")
