@@ -62,13 +62,46 @@ JobFailureRate ComputeJobFailureRate(const FailureModelSpec& spec, int gpus, int
   return r;
 }
 
-std::optional<std::string> FindFailureModelContradiction(const FailureModelSpec& spec) {
+namespace {
+
+// The components' job MTTF at the floor's reference job (its GPUs in its nodes), when it is shorter than
+// the floor's all-cause MTTF there; nothing when they agree or the floor is off.
+std::optional<double> ComponentsBelowFloorMttfH(const FailureModelSpec& spec) {
   if (!spec.floor.enabled) return std::nullopt;
   const double gpus = spec.floor.reference_gpus.value;
   const double nodes = std::ceil(gpus / spec.floor.reference_gpus_per_node.value);
   const double components_per_h = ComponentsPerH(spec, gpus, nodes);
   const double components_mttf_h = components_per_h > 0 ? 1 / components_per_h : std::numeric_limits<double>::infinity();
   if (components_mttf_h >= spec.floor.job_mttf_h.value) return std::nullopt;
+  return components_mttf_h;
+}
+
+bool AnyComponentRateGiven(const FailureModelSpec& spec) {
+  for (const SourcedValue* v : {&spec.gpu_mtbf_h, &spec.node_mtbf_h, &spec.network_mtbf_h}) {
+    if (v->status != "assumed") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::string> FloorContradictedByGivenRates(const FailureModelSpec& spec) {
+  if (spec.floor.job_mttf_h.status != "assumed" || !AnyComponentRateGiven(spec)) return std::nullopt;
+  const std::optional<double> components_mttf_h = ComponentsBelowFloorMttfH(spec);
+  if (!components_mttf_h) return std::nullopt;
+  return fmt::format(
+      "your component failure rates fail a {:g}-GPU job every {:.3g} h, more often than the assumed small-job floor's "
+      "all-cause {:g} h ({}): your rates are used and govern wherever they are the higher "
+      "(failure_rate_per_h.governs); the assumed floor is contradicted by them",
+      spec.floor.reference_gpus.value, *components_mttf_h, spec.floor.job_mttf_h.value, spec.floor.job_mttf_h.source);
+}
+
+std::optional<std::string> FindFailureModelContradiction(const FailureModelSpec& spec) {
+  const std::optional<double> below = ComponentsBelowFloorMttfH(spec);
+  if (!below || FloorContradictedByGivenRates(spec)) return std::nullopt;
+  const double gpus = spec.floor.reference_gpus.value;
+  const double nodes = std::ceil(gpus / spec.floor.reference_gpus_per_node.value);
+  const double components_mttf_h = *below;
   return fmt::format(
       "the small-job floor (an all-cause job MTTF of {:g} h at {:g} GPUs in {:g} nodes, {}) and the component rates "
       "(which alone fail that job every {:.3g} h, more often than every cause together) cannot both hold: raise the "

@@ -66,6 +66,15 @@ JobFailureRate ComputeJobFailureRate(const FailureModelSpec& spec, int gpus, int
 // in nodes as it was) more often than it: their job MTTF there must be at least the floor's. The
 // candidates' node shape does not enter: 1,024 one-GPU nodes may fail more often than the floor
 // says, since they hold 8x the nodes of the measured job (the component rates then govern).
+// A contradiction is refused only when the floor was given too (or every figure is assumed): a
+// component rate the user gave ("input", "measured") and an assumed floor it contradicts are no
+// contradiction, the user's rate is the evidence (FloorContradictedByGivenRates says so).
 std::optional<std::string> FindFailureModelContradiction(const FailureModelSpec& spec);
+
+// The warning for a plan whose own component rates fail the floor's reference job more often than the
+// assumed floor says every cause does: the given rates are used (the floor then never governs where they
+// are higher: failure_rate_per_h.governs), and the assumed floor is said to be contradicted. Nothing
+// when they agree, the floor is off, or the floor was given.
+std::optional<std::string> FloorContradictedByGivenRates(const FailureModelSpec& spec);
 
 }  // namespace simreplay::plan

@@ -484,6 +484,7 @@ Result<PlanOutcome> FinishPlan(PlanSetup setup, const std::vector<CandidateRun>&
     const int64_t evals = spec.eval.every_steps > 0 ? row.total_steps / spec.eval.every_steps : 0;
     const double eval_s = static_cast<double>(evals) * setup.eval_duration_s;
     row.failure_rate = ComputeJobFailureRate(spec.reliability.failures, row.gpus, row.nodes);
+    if (auto note = FloorContradictedByGivenRates(spec.reliability.failures)) AddUnique(&row.warnings, *note);
     row.restart = ComputeRestart(spec.reliability.restart, row.gpus, row.nodes, checkpoint_read, setup.measured_restart);
     const auto& ph = spec.phases;
     const double download_s = ph.download_bytes > 0 ? ph.download_bytes / ph.download_bytes_per_s : 0;

@@ -68,6 +68,29 @@ TEST(FailureModel, FloorAboveWhatTheComponentsAllowIsAContradiction) {
   EXPECT_FALSE(FindFailureModelContradiction(spec).has_value());
 }
 
+// A user's own measured rate above the assumed floor is evidence, not a contradiction: 5,000 h per GPU
+// (given) with the default node and network rates fails the 1,024-GPU, 128-node reference job every
+// 1 / (1024/5000 + 2 x 128/18460) = 1 / (0.2048 + 0.013868) = 4.573 h, more often than the assumed
+// floor's 7.9 h. The plan is accepted, the components govern at 1,024 GPUs (0.2187 > 1/7.9 = 0.1266 per h),
+// and the warning says so. Given floor and given rates that disagree are still refused.
+TEST(FailureModel, MeasuredRateAboveTheAssumedFloorIsUsedAndWarned) {
+  FailureModelSpec spec = DefaultFailureModel();
+  spec.gpu_mtbf_h = {5000, "input", "plan file"};
+  EXPECT_FALSE(FindFailureModelContradiction(spec).has_value());
+  auto note = FloorContradictedByGivenRates(spec);
+  ASSERT_TRUE(note.has_value());
+  EXPECT_NE(note->find("every 4.57 h"), std::string::npos) << *note;
+  EXPECT_NE(note->find("your rates are used"), std::string::npos) << *note;
+  const JobFailureRate r = ComputeJobFailureRate(spec, 1024, 128);
+  EXPECT_FALSE(r.floor_governs);
+  EXPECT_NEAR(r.per_h, 1024.0 / 5000 + 2 * 128.0 / 18460, 1e-12);
+  spec.floor.job_mttf_h = {7.9, "input", "plan file"};
+  EXPECT_FALSE(FloorContradictedByGivenRates(spec).has_value());
+  EXPECT_TRUE(FindFailureModelContradiction(spec).has_value());
+  // Rates that agree with the floor: no warning.
+  EXPECT_FALSE(FloorContradictedByGivenRates(DefaultFailureModel()).has_value());
+}
+
 // The floor is a measurement of 1,024 GPUs in 8-GPU nodes: the same GPUs in one-GPU nodes are 8x the
 // nodes, so they may fail more often than it. With the defaults the component rates then govern
 // (1,024/49,230 + 2 x 1,024/18,460 per hour: every 7.59 h, under the floor's 7.9 h); before, the

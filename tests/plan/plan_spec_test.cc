@@ -2,6 +2,7 @@
 // was expected and found.
 #include "plan/plan_spec.h"
 
+#include "plan/failure_model.h"
 #include "scenarios/scenario.h"
 
 #include <gtest/gtest.h>
@@ -182,6 +183,14 @@ TEST(PlanSpec, ReliabilityDefaultsAreAssumedAndGivenRatesAreInput) {
   EXPECT_DOUBLE_EQ(parts->reliability.restart.init_exponent.value, 2);
   EXPECT_EQ(parts->monte_carlo.trials, 500);
   EXPECT_EQ(parts->monte_carlo.seed, 9u);
+
+  // A measured GPU rate that fails jobs more often than the assumed floor allows is used, not refused
+  // (plan/failure_model.h: FloorContradictedByGivenRates warns); before 2026-12-07 this plan stopped with
+  // "cannot both hold".
+  auto measured = ParsePlan(Replace(kExample, R"("gpu_mtbf_h": 50000)", R"("gpu_mtbf_h": 5000)"), "p.json");
+  ASSERT_TRUE(measured.ok()) << measured.status().message();
+  EXPECT_EQ(measured->reliability.failures.gpu_mtbf_h.status, "input");
+  EXPECT_TRUE(FloorContradictedByGivenRates(measured->reliability.failures).has_value());
 }
 
 // Candidates of one GPU per node with the default failure model: the floor's reference job keeps its
@@ -209,8 +218,10 @@ TEST(PlanSpec, ContradictoryOrImpossibleReliabilityIsFileLineError) {
       {R"("reliability": {"node_mtbf_h": 0})", "'reliability.node_mtbf_h' must be a number in (0, 1e+12] or \"none\""},
       {R"("reliability": {"small_job_floor": {"exponent": 1}})", "'reliability.small_job_floor.exponent' must be"},
       {R"("reliability": {"small_job_floor": {"job_mttf_h": 0}})", "small_job_floor.job_mttf_h' must be a number in (0"},
-      // 5,000 h per GPU fails 1,024 GPUs every 4.1 h from GPUs alone, below the floor's all-cause 7.9 h.
-      {R"("reliability": {"gpu_mtbf_h": 5000})", "p.json:12: the small-job floor"},
+      // 5,000 h per GPU fails 1,024 GPUs every 4.1 h from GPUs alone, below the floor's all-cause 7.9 h:
+      // refused when the floor is given too (with the assumed floor the given rate is used and warned).
+      {R"("reliability": {"gpu_mtbf_h": 5000, "small_job_floor": {"job_mttf_h": 7.9}})",
+       "p.json:12: the small-job floor"},
       // The floor measured on one-GPU nodes: 1,024 nodes' hardware alone fails that job every 7.59 h.
       {R"("reliability": {"small_job_floor": {"job_mttf_h": 7.9, "reference_gpus": 1024, "reference_gpus_per_node": 1}})",
        "all-cause job MTTF of 7.9 h at 1024 GPUs in 1024 nodes"},
