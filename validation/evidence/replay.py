@@ -246,9 +246,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         for name, t in entry.get("targets", {}).items():
             print(f"target (reported): {key}: {name} {t['value']} (limit {t['limit']:g}): {'pass' if t['pass'] else 'FAIL'}")
     if args.write_baseline:
+        # Replaying some sets rewrites their entries only; the other sets' entries are kept as they were.
+        kept = {} if not args.sets or not os.path.exists(args.baseline) else {
+            k: v for k, v in json.load(open(args.baseline))["recordings"].items() if k.split("/")[0] not in args.sets}
         baseline = {"schema": "simreplay.evidence-baseline/1",
-                    "recordings": {k: {"cases": e.get("cases", {}), "figures": e.get("figures", {})}
-                                   for k, e in report["recordings"].items()}}
+                    "recordings": dict(kept, **{k: {"cases": e.get("cases", {}), "figures": e.get("figures", {})}
+                                                for k, e in report["recordings"].items()})}
         with open(args.baseline, "w") as fh:
             json.dump(baseline, fh, indent=1, sort_keys=True)
             fh.write("\n")
