@@ -16,7 +16,7 @@ Result<CalibrationResult> Calibrate(const CalibrateOptions& options) {
   for (const auto& path : options.traces) {
     auto t = ReadTrace(path);
     if (!t.ok()) return t.status();
-    SIMREPLAY_RETURN_IF_ERROR(ValidateTrace(*t));
+    SIMREPLAY_RETURN_IF_ERROR(ValidateTrace(&*t));
     in.traces.push_back(std::move(*t));
   }
   if (!options.probe_path.empty()) {

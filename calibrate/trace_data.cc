@@ -24,6 +24,35 @@ std::map<int64_t, std::vector<size_t>> StepIndicesByRank(const TraceData& t) {
   return by_rank;
 }
 
+// A sample's thread CPU time cannot exceed its call's wall time, yet a VM's clocks under steal produce
+// one now and then (a what-if base capture, 2026-12-08, at 15-29% steal: 5.07 ms of CPU in a 2.60 ms
+// call, once in 2,160 samples). A stray one is clamped to its wall time and named in a warning; a
+// trace where more than kMaxStrayCpuShare of the samples do it is refused, as a tracer that measures
+// CPU wrongly would be.
+constexpr double kMaxStrayCpuShare = 0.01;
+
+Status ClampStrayCpuTimes(const std::vector<size_t>& impossible, TraceData* t) {
+  if (impossible.empty()) return Status::Ok();
+  const auto& first = t->samples[impossible.front()];
+  const int64_t first_wall = std::max(first.wall_ns, first.read_ns + first.decode_ns + first.augment_ns);
+  const int64_t first_line = t->sample_lines[impossible.front()];
+  if (static_cast<double>(impossible.size()) > kMaxStrayCpuShare * static_cast<double>(t->samples.size())) {
+    return Contradiction(t->path, first_line,
+                         fmt::format("cpu_ns {} exceeds the call's wall time {} ns (thread CPU time cannot), and {} of "
+                                     "{} samples do",
+                                     first.cpu_ns, first_wall, impossible.size(), t->samples.size()));
+  }
+  for (size_t i : impossible) {
+    auto& s = t->samples[i];
+    s.cpu_ns = std::max(s.wall_ns, s.read_ns + s.decode_ns + s.augment_ns);
+  }
+  t->warnings.push_back(fmt::format(
+      "{}:{}: {} of {} samples record more thread CPU than their call's wall time (here cpu_ns {} in {} ns; a VM's "
+      "clocks under steal do this): clamped to the wall time",
+      t->path, first_line, impossible.size(), t->samples.size(), first.cpu_ns, first_wall));
+  return Status::Ok();
+}
+
 }  // namespace
 
 using replay::ManifestInt;
@@ -63,8 +92,9 @@ Result<TraceData> ReadTrace(const std::string& path) {
   return t;
 }
 
-// Rejects traces that measured nothing or contradict themselves.
-Status ValidateTrace(const TraceData& t) {
+// Rejects traces that measured nothing or contradict themselves; clamps stray impossible CPU times.
+Status ValidateTrace(TraceData* trace) {
+  const TraceData& t = *trace;
   if (t.samples.empty() && t.batches.empty()) {
     return Status::InvalidArgument(t.path + ": no sample or batch records: nothing to calibrate");
   }
@@ -75,6 +105,7 @@ Status ValidateTrace(const TraceData& t) {
   if (!any_time) return Status::InvalidArgument(t.path + ": every recorded time is zero: the trace measured nothing");
   const int workers = ManifestInt(t.manifest, "loader", "num_workers", -1);
   const int batch_size = ManifestInt(t.manifest, "loader", "batch_size", -1);
+  std::vector<size_t> impossible_cpu;  // samples whose thread CPU time exceeds their call's wall time
   for (size_t i = 0; i < t.samples.size(); ++i) {
     const auto& s = t.samples[i];
     const int64_t line = t.sample_lines[i];
@@ -93,12 +124,9 @@ Status ValidateTrace(const TraceData& t) {
     // a sample of the held-out video set, 2026-12-02, spent 1.7 ms in its stages and 3.6 ms in the
     // call, with 3.6 ms of thread CPU), else the stages' sum.
     const int64_t wall = std::max(s.wall_ns, s.read_ns + s.decode_ns + s.augment_ns);
-    if (s.cpu_ns > wall + wall / 2 + 1'000'000) {
-      return Contradiction(
-          t.path, line,
-          fmt::format("cpu_ns {} exceeds the call's wall time {} ns (thread CPU time cannot)", s.cpu_ns, wall));
-    }
+    if (s.cpu_ns > wall + wall / 2 + 1'000'000) impossible_cpu.push_back(i);
   }
+  SIMREPLAY_RETURN_IF_ERROR(ClampStrayCpuTimes(impossible_cpu, trace));
   for (size_t i = 0; i < t.batches.size(); ++i) {
     const auto& b = t.batches[i];
     if (batch_size > 0 && b.size > batch_size) {

@@ -35,8 +35,9 @@ struct TraceData {
 // Reads every record of the trace at `path` (errors: FILE:LINE from the trace reader).
 Result<TraceData> ReadTrace(const std::string& path);
 
-// Rejects traces that measured nothing or contradict themselves (FILE:LINE: contradictory fields).
-Status ValidateTrace(const TraceData& t);
+// Rejects traces that measured nothing or contradict themselves (FILE:LINE: contradictory fields). A
+// stray sample whose thread CPU exceeds its wall time (at most 1% of them) is clamped and warned about.
+Status ValidateTrace(TraceData* t);
 
 // The run's window on the simulator's clock (replay/run_window.h).
 replay::RunWindow WindowOf(const TraceData& t);

@@ -53,7 +53,7 @@ def test_the_harnesses_repeat_a_run_screened_under_the_bound():
     assert multinode.noisy({"noise": {"steal_fraction": 0.0, "host_below_bound": True}}, spec)
     assert not multinode.noisy({"noise": {"steal_fraction": 0.0, "host_below_bound": False}}, spec)
     assert not multinode.noisy({"noise": {"steal_fraction": 0.0}}, spec)  # recorded before the screen
-    advice = _load("validation/advice/run.py", "advice_for_test")
-    quiet = {"foreign_cpu_share": 0.0, "steal_share": 0.0, "host_below_bound": False}
+    advice = _load("validation/advice/measure.py", "advice_for_test")
+    quiet = {"foreign_cpu_share": 0.0, "steal_fraction": 0.0, "host_below_bound": False}
     assert not advice.loaded(quiet)
     assert advice.loaded(dict(quiet, host_below_bound=True))

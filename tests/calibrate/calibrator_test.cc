@@ -542,6 +542,39 @@ TEST(Calibrate, RegressionCpuTimeWithinTheCallsWallTimeIsNotContradictory) {
   EXPECT_NE(r.status().message().find("cpu_ns"), std::string::npos) << r.status().message();
 }
 
+// Regression (a what-if base capture at 15-29% steal, 2026-12-08): one sample in 2,160 recorded 5.07 ms of
+// thread CPU in a 2.60 ms call, and calibrate refused the whole capture. A stray one is clamped to its
+// wall time with a warning naming its line; a trace where more than 1% of the samples do it is refused.
+TEST(Calibrate, RegressionAStrayCpuTimeAboveWallIsClampedAndWarned) {
+  TempDir dir;
+  auto trace = [](int samples, int impossible) {
+    std::string out = R"({"type":"header","schema":"simreplay.trace/1","manifest":{}})"
+                      "\n";
+    for (int i = 0; i < samples; ++i) {
+      const int64_t cpu_ns = i < impossible ? 5069845 : 2400000;
+      out += R"({"type":"sample","rank":0,"epoch":0,"index":)" + std::to_string(i) +
+             R"(,"batch":0,"worker":0,"t_start_ns":0,"read_ns":100000,"decode_ns":1200000,"augment_ns":1200000,)"
+             R"("read_bytes":10,"out_bytes":10,"format":"jpeg","width":1,"height":1,"frames":1,"wall_ns":2595127,)"
+             R"("cpu_ns":)" + std::to_string(cpu_ns) + "}\n";
+    }
+    return out;
+  };
+  const std::string one = dir.File("one.jsonl");
+  std::ofstream(one) << trace(200, 1);
+  auto r = CalibrateTraces({one}, dir.File("m.json"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  bool warned = false;
+  for (const auto& w : r->warnings) warned |= w.find(one + ":2: 1 of 200 samples") != std::string::npos;
+  EXPECT_TRUE(warned);
+  const std::string many = dir.File("many.jsonl");
+  std::ofstream(many) << trace(200, 3);
+  r = CalibrateTraces({many}, dir.File("m2.json"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(many + ":2: contradictory fields: cpu_ns 5069845"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("3 of 200 samples"), std::string::npos) << r.status().message();
+}
+
 TEST(Calibrate, OneSampleCalibratesWithLowConfidenceFlags) {
   TempDir dir;
   Known k;

@@ -7,8 +7,10 @@ never decide a CI verdict.
     validation/evidence/record.py [SET ...] [--bin build/simreplay] [--work build/evidence-record]
 
 SETs: development, heldout, heldout-video (the single-node suite, validation/suite/run.sh: recorded
-together, about 20 minutes), multinode (validation/suite/multinode.py, root, about 19 minutes). Default:
-all. Refuses a tree with uncommitted changes (a recording names the commit that made it). Run it on a
+together, about 20 minutes), multinode (validation/suite/multinode.py, root, about 19 minutes), advice
+(validation/advice/run.py --record-only: three pipelines' captures and measured grids, FUSE, about 40
+minutes), whatifs (validation/whatifs/run.py --record-only: base captures, probes and the media and
+storage cases, root for the cold case, about 12 minutes). Default: all. Refuses a tree with uncommitted changes (a recording names the commit that made it). Run it on a
 quiet host; the host's facts over the window (cores, CPU model, steal, load, the cost of a fresh page)
 are recorded beside every run. Exit 0 recorded, 1 a harness failed to produce its runs, 2 usage or a
 dirty tree.
@@ -134,6 +136,17 @@ def record_summary(evidence_set: EvidenceSet, out_dir: str) -> Dict[str, Any]:
                 "per_case": {c["case"]: {"train_throughput_error_pct": c.get("train_throughput_error_pct"),
                                          "gpu_idle_error_pp": c.get("gpu_idle_error_pp")}
                              for c in t.get("per_case", [])}}
+    if evidence_set.kind == "advice":
+        path = os.path.join(out_dir, "predicted", "advice-validation.json")
+        if not os.path.exists(path):
+            return {}
+        return {"per_case": {r["pipeline"]: {"recommended": r["recommended"], "regret": r["regret"]}
+                             for r in json.load(open(path))["results"]}}
+    if evidence_set.kind == "whatifs":
+        path = os.path.join(out_dir, "predicted", "whatifs.json")
+        if not os.path.exists(path):
+            return {}
+        return {"per_case": {c: e.get("error_pct") for c, e in json.load(open(path))["cases"].items()}}
     path = os.path.join(out_dir, "multinode.json")
     if not os.path.exists(path):
         return {}
@@ -178,11 +191,37 @@ def repackage(recording_dir: str) -> str:
     evidence_set = SETS[old["set"]]
     if measurement_digest(evidence_set)["*"] != old["measurement_digest"]["*"]:
         raise SystemExit(f"record.py: {recording_dir}: the measurement side changed since it was recorded")
-    data = os.path.join(REPO, "build", "validation-data")
-    dataset_dir = {"heldout": data + "-heldout", "heldout-video": data + "-heldout-video"}.get(old["set"], data)
+    dataset_dir = dataset_dir_of(old["set"])
     meta = {k: old[k] for k in ("commit", "recorded_utc_start", "recorded_utc_end", "harness_exit_code", "harness",
                                 "harness_out_dir")}
     return package(evidence_set, old["harness_out_dir"], dataset_dir, meta)
+
+
+def dataset_dir_of(set_name: str) -> str:
+    """Where the set's harness builds its dataset."""
+    data = os.path.join(REPO, "build", "validation-data")
+    return {"heldout": data + "-heldout", "heldout-video": data + "-heldout-video",
+            "advice": os.path.join(REPO, "build", "advice-data"),
+            "whatifs": os.path.join(REPO, "build", "whatifs-data", "base")}.get(set_name, data)
+
+
+def record_harness(name: str, cmd: List[str], out: str, env: Dict[str, str], commit: str,
+                   first_replay: Optional[List[str]] = None) -> int:
+    """Runs a harness that records one set into OUT (its runs.json), then FIRST_REPLAY (the recording
+    commit's prediction, which record_summary logs), and packs it: 0, or 1 when it left no runs."""
+    start = now_utc()
+    code = subprocess.run(cmd, env=env).returncode
+    end = now_utc()
+    if not os.path.exists(os.path.join(out, "runs.json")):
+        print(f"record.py: {name}: the harness (exit {code}) left no runs.json in {out}", file=sys.stderr)
+        return 1
+    if first_replay:
+        subprocess.run(first_replay, env=env)
+    dest = package(SETS[name], out, dataset_dir_of(name), {
+        "commit": commit, "recorded_utc_start": start, "recorded_utc_end": end, "harness_exit_code": code,
+        "harness": os.path.relpath(cmd[1], REPO), "harness_out_dir": out})
+    print(f"record.py: {name} -> {os.path.relpath(dest, REPO)}")
+    return 0
 
 
 def now_utc() -> str:
@@ -238,19 +277,21 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"record.py: {name} -> {os.path.relpath(dest, REPO)}")
     if "multinode" in args.sets:
         out = os.path.join(args.work, "multinode")
-        start = now_utc()
-        code = subprocess.run([PYTHON, os.path.join(REPO, "validation", "suite", "multinode.py"),
-                               "--out", out, "--data", data, "--bin", os.path.abspath(args.bin)], env=env).returncode
-        end = now_utc()
-        if not os.path.exists(os.path.join(out, "runs.json")):
-            print(f"record.py: multinode: the suite (exit {code}) left no runs.json in {out}", file=sys.stderr)
-            rc = 1
-        else:
-            dest = package(SETS["multinode"], out, data, {"commit": commit, "recorded_utc_start": start,
-                                                          "recorded_utc_end": end, "harness_exit_code": code,
-                                                          "harness": "validation/suite/multinode.py",
-                                                          "harness_out_dir": out})
-            print(f"record.py: multinode -> {os.path.relpath(dest, REPO)}")
+        rc |= record_harness("multinode", [PYTHON, os.path.join(REPO, "validation", "suite", "multinode.py"),
+                                           "--out", out, "--data", data, "--bin", os.path.abspath(args.bin)],
+                             out, env, commit)
+    for name in ("advice", "whatifs"):
+        if name not in args.sets:
+            continue
+        # A harness whose real side and prediction side are apart: --record-only, then the first replay by
+        # the recording commit's code (logged in recording.json's at_recording).
+        out = os.path.join(args.work, name)
+        harness = os.path.join(REPO, "validation", name, "run.py")
+        binary = os.path.abspath(args.bin)
+        data = os.path.dirname(dataset_dir_of(name)) if name == "whatifs" else dataset_dir_of(name)
+        rc |= record_harness(name, [PYTHON, harness, "--record-only", "--out", out, "--data", data, "--bin", binary],
+                             out, env, commit,
+                             [PYTHON, harness, "--ingest", out, "--out", os.path.join(out, "predicted"), "--bin", binary])
     return rc
 
 

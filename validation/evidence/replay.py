@@ -103,11 +103,12 @@ def _r(x: Optional[float]) -> Optional[float]:
 
 def run_analysis(what: str, cmd: List[str], log_path: str, result_path: str) -> Optional[str]:
     """Runs one re-analysis, keeping its output in LOG_PATH; None when it wrote RESULT_PATH (a failed
-    accuracy check, exit 4, is a result like any other), else the error to report."""
+    accuracy check, exit 4, or runs left unscored by foreign load, exit 75, is a result like any other),
+    else the error to report."""
     proc = subprocess.run(cmd, capture_output=True, text=True)
     with open(log_path, "w") as f:
         f.write(proc.stdout + proc.stderr)
-    if proc.returncode in (0, 4) and os.path.exists(result_path):
+    if proc.returncode in (0, 4, 75) and os.path.exists(result_path):
         return None
     return f"{what} exited {proc.returncode}: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}"
 
@@ -145,6 +146,38 @@ def score_multinode(evidence_set: EvidenceSet, binary: str, runs: str, dataset: 
     return {"cases": cases}
 
 
+def score_advice(evidence_set: EvidenceSet, binary: str, runs: str, dataset: str, out: str) -> Dict[str, Any]:
+    result = os.path.join(out, "result")
+    path = os.path.join(result, "advice-validation.json")
+    error = run_analysis("advice/run.py --ingest",
+                         [PYTHON, os.path.join(REPO, "validation", "advice", "run.py"), "--ingest", runs, "--out",
+                          result, "--bin", binary], os.path.join(out, "advice.log"), path)
+    if error:
+        return {"error": error}
+    cases = {}
+    for r in json.load(open(path))["results"]:
+        regret = r["regret"]
+        cases[r["pipeline"]] = {"regret_pct": None if regret is None else _r(100 * regret)}
+        if not r["recommended_in_grid"]:
+            cases[r["pipeline"]]["outside_grid"] = r["recommended"]
+    return {"cases": cases}
+
+
+def score_whatifs(evidence_set: EvidenceSet, binary: str, runs: str, dataset: str, out: str) -> Dict[str, Any]:
+    result = os.path.join(out, "result")
+    path = os.path.join(result, "whatifs.json")
+    error = run_analysis("whatifs/run.py --ingest",
+                         [PYTHON, os.path.join(REPO, "validation", "whatifs", "run.py"), "--ingest", runs, "--out",
+                          result, "--bin", binary], os.path.join(out, "whatifs.log"), path)
+    if error:
+        return {"error": error}
+    return {"cases": {c: {"train_throughput_error_pct": _r(e.get("error_pct"))}
+                      for c, e in json.load(open(path))["cases"].items() if "skipped" not in e}}
+
+
+SCORERS = {"suite": score_suite, "multinode": score_multinode, "advice": score_advice, "whatifs": score_whatifs}
+
+
 def summarise(evidence_set: EvidenceSet, scored: Dict[str, Any]) -> Dict[str, Any]:
     """Set-level figures and the targets' verdicts (reported, never gated)."""
     cases = scored.get("cases", {})
@@ -154,11 +187,20 @@ def summarise(evidence_set: EvidenceSet, scored: Dict[str, Any]) -> Dict[str, An
     figures = {"median_abs_train_throughput_error_pct": _r(statistics.median(train)) if train else None,
                "max_abs_train_throughput_error_pct": _r(max(train)) if train else None,
                "max_abs_gpu_idle_error_pp": _r(max(values("gpu_idle_error_pp"))) if values("gpu_idle_error_pp") else None,
-               "max_abs_step_time_error_pct": _r(max(values("step_time_error_pct"))) if values("step_time_error_pct") else None}
+               "max_abs_step_time_error_pct": _r(max(values("step_time_error_pct"))) if values("step_time_error_pct") else None,
+               "max_regret_pct": _r(max(values("regret_pct"))) if values("regret_pct") else None}
     targets = {k: {"value": figures.get(k), "limit": limit,
                    "pass": figures.get(k) is not None and figures[k] <= limit}
                for k, limit in evidence_set.targets.items()}
     return {"figures": figures, "targets": targets}
+
+
+def headline(entry: Dict[str, Any]) -> str:
+    f = entry["figures"]
+    if f.get("max_regret_pct") is not None or not entry["cases"]:
+        return f"worst regret {f.get('max_regret_pct')}% over {len(entry['cases'])} pipelines"
+    return (f"median |train error| {f['median_abs_train_throughput_error_pct']}%, worst "
+            f"{f['max_abs_train_throughput_error_pct']}% over {len(entry['cases'])} cases")
 
 
 def regressions(key: str, now: Dict[str, Any], base: Dict[str, Any]) -> List[str]:
@@ -170,7 +212,7 @@ def regressions(key: str, now: Dict[str, Any], base: Dict[str, Any]) -> List[str
             lines.append(f"{key}: {case}: no prediction (baseline has one)")
             continue
         for metric, was in sorted(metrics.items()):
-            if was is None:
+            if not isinstance(was, (int, float)):
                 continue
             is_ = got.get(metric)
             if is_ is None:
@@ -223,17 +265,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             continue
         work = os.path.join(args.out, key)
         runs, dataset = unpack(rec_dir, recording, work, args.perturb_decode)
-        score = score_suite if evidence_set.kind == "suite" else score_multinode
-        scored = score(evidence_set, binary, runs, dataset, work)
+        scored = SCORERS[evidence_set.kind](evidence_set, binary, runs, dataset, work)
         entry = dict(scored, **summarise(evidence_set, scored), set=evidence_set.name, held_out=evidence_set.held_out,
                      recorded=recording["recorded_utc_start"], commit=recording["commit"][:7],
                      host={k: recording["host"].get(k) for k in ("cores", "cpu_model", "fresh_page_touch_us_median",
                                                                   "steal_fraction_max", "loadavg_before_median")})
         report["recordings"][key] = entry
-        f = entry["figures"]
-        print(f"replay: {key}: " + (entry["error"] if "error" in entry else
-              f"median |train error| {f['median_abs_train_throughput_error_pct']}%, worst "
-              f"{f['max_abs_train_throughput_error_pct']}% over {len(entry['cases'])} cases"), flush=True)
+        print(f"replay: {key}: {entry['error'] if 'error' in entry else headline(entry)}", flush=True)
     for line in stale:
         print(f"replay: {line}")
     if stale:
@@ -264,6 +302,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.sets:
         problems += [f"{k}: in the baseline but not recorded" for k in base
                      if k not in report["recordings"] and k not in skipped]
+    problems += [f"{k}: {case}: tune recommends {c['outside_grid']}, outside the recorded grid (a coverage failure: "
+                 "record a grid that holds it)" for k, e in report["recordings"].items()
+                 for case, c in sorted(e.get("cases", {}).items()) if c.get("outside_grid")]
     for key, entry in report["recordings"].items():
         if key in base and "error" not in entry:
             problems += regressions(key, entry, base[key])

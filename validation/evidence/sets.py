@@ -19,7 +19,8 @@ PYTHON = "/usr/bin/python3"
 @dataclass(frozen=True)
 class EvidenceSet:
     name: str
-    kind: str                    # "suite": `simreplay validate --ingest`; "multinode": multinode.py --ingest
+    kind: str                    # "suite": `simreplay validate --ingest`; "multinode": multinode.py --ingest;
+                                 # "advice", "whatifs": validation/<kind>/run.py --ingest
     spec: str                    # the spec, relative to the repository
     measurement_side: Tuple[str, ...]  # files and folders (relative) whose digest the recording keeps
     targets: Dict[str, float]    # the accuracy targets, reported on every replay (docs/validation.md)
@@ -34,6 +35,8 @@ class EvidenceSet:
 _BENCH = ("capture/simreplay_capture/bench",)
 _SUITE = _BENCH + ("validation/suite/run.sh",)
 _MULTINODE = _BENCH + ("validation/suite/multinode.py", "validation/netns")
+_ADVICE = _BENCH + ("validation/advice/measure.py", "validation/advice/slowfs.py")
+_WHATIFS = _BENCH + ("validation/whatifs/measure.py",)
 
 SETS: Dict[str, EvidenceSet] = {s.name: s for s in [
     EvidenceSet("development", "suite", "validation/suite/suite.json", _SUITE + ("validation/suite/suite.json",),
@@ -50,6 +53,13 @@ SETS: Dict[str, EvidenceSet] = {s.name: s for s in [
                 _MULTINODE + ("validation/suite/multinode.json",),
                 {"median_abs_train_throughput_error_pct": 10.0, "max_abs_train_throughput_error_pct": 20.0,
                  "max_abs_step_time_error_pct": 15.0}),
+    # The advice pipelines with their measured grid: regret of tune's recommendation against the best
+    # measured configuration (validation/advice/run.py --ingest).
+    EvidenceSet("advice", "advice", "validation/advice/measure.py", _ADVICE, {"max_regret_pct": 5.0}),
+    # Media and storage what-ifs, each predicted from the base case's captures and probes
+    # (validation/whatifs/run.py --ingest).
+    EvidenceSet("whatifs", "whatifs", "validation/whatifs/measure.py", _WHATIFS,
+                {"median_abs_train_throughput_error_pct": 10.0, "max_abs_train_throughput_error_pct": 10.0}),
 ]}
 
 

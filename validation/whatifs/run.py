@@ -35,7 +35,14 @@ advise; the prediction from the traces' own fit of the shared-core slowdown is r
 --limit-pct (10%) over the scored cases; exit 4 when a scored case is over it, else 75 when a case (or
 the base captures) ran under foreign load, 0 when every case is scored and within.
 
+The real side (validation/whatifs/measure.py: datasets, runs, captures, probes) and the prediction side
+(this file: calibrate, simulate, score) are apart (docs/evidence-format.md, set "whatifs"):
+--record-only writes OUT/runs.json and OUT/runs/ (what `validation/evidence/record.py whatifs` keeps);
+--ingest DIR calibrates from DIR's recorded captures and probes with the simreplay under test and scores
+its recorded runs; the default does both.
+
 usage: validation/whatifs/run.py [--out DIR] [--reps N] [--cases a,b,...] [--no-media-probe] [--no-cpu-probe]
+                                 [--record-only | --ingest RECORDED_DIR] [--bin build/simreplay]
 env:   SIMREPLAY_BIN (build/simreplay)
 """
 from __future__ import annotations
@@ -46,133 +53,15 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from typing import Any, Dict, List, Optional, Tuple
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "capture"))
-from simreplay_capture import procfs  # noqa: E402  (the capture package's one /proc reader)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure import BATCH, CASES, MEDIA_CASES, REPO, STEPS, WARMUP, WORKERS, record, sh, workers_of  # noqa: E402
 
 # The gate (issue 26's target for what-ifs that hold on real runs): every case within 10%. A failing
 # case stays failing and makes the run exit 4; the limit is never raised to make a run pass.
 CASE_LIMIT_PCT = 10.0
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PY = "/usr/bin/python3"
-SAMPLES, STEPS, WARMUP, BATCH, WORKERS, STEP_S, CROP = 480, 240, 10, 8, 2, 0.02, 96
-BASE_CAPTURES = 3  # captured base runs calibrated together
-FOREIGN_LIMIT = 0.10  # a run with more foreign CPU or steal than this share of the host is repeated
-LOADED_RETRIES = 3
 EXIT_UNSCORED = 75
-# dataset name -> make-dataset arguments (every dataset: 480 samples, seed 0)
-DATASETS = {
-    "base": ["--video-share", "0.1", "--frames", "4", "--image-scale", "0.5", "--formats", "files,tfrecord"],
-    "frames8": ["--video-share", "0.1", "--frames", "8", "--image-scale", "0.5", "--formats", "files"],
-    "size2x": ["--video-share", "0.1", "--frames", "4", "--image-scale", "1.0", "--formats", "files"],
-    "half": ["--video-share", "0.1", "--frames", "4", "--image-scale", "0.25", "--formats", "files"],
-    "share30": ["--video-share", "0.3", "--frames", "4", "--image-scale", "0.5", "--formats", "files"],
-}
-# The CPU probe's dataset: the base media mix drawn afresh (another seed) from the photos the base
-# dataset does not use, as the suites' probes are (validation/suite/suite.json, calibration.cpu_probe).
-PROBE_DATASET = ["--samples", "240", "--seed", "11", "--video-share", "0.1", "--frames", "4", "--image-scale", "0.5",
-                 "--formats", "files"]
-PROBE_ARGS = ["--seconds-per-point", "3", "--rounds", "2", "--max-workers", "4"]
-# case -> (dataset, bench format, frames, drop caches before the run, scenario overrides); a case named
-# NAME-w1 is NAME at 1 loader worker (the measured run and the prediction; the model stays the base one)
-CASES: Dict[str, Any] = {
-    "base": ("base", "files", 4, False, {}),
-    "frames8": ("frames8", "files", 8, False, {"data": {"media": {"mp4": {"frames": 8}}}}),
-    "size2x": ("size2x", "files", 4, False, {"data": {"media": {"jpeg": {"scale": 2}}}}),
-    "half": ("half", "files", 4, False, {"data": {"media": {"jpeg": {"scale": 0.5}}}}),
-    "share30": ("share30", "files", 4, False,
-                {"data": {"media": {"jpeg": {"share": 0.7}, "mp4": {"share": 0.3}}}}),
-    "tfrecord": ("base", "tfrecord", 4, False, {"data": {"format": "tfrecord"}}),
-    "cold": ("base", "files", 4, True, "cold"),
-}
-for _name in ("base", "frames8", "size2x", "half"):
-    CASES[_name + "-w1"] = CASES[_name]
-MEDIA_CASES = {"frames8", "size2x", "half", "frames8-w1", "size2x-w1", "half-w1"}
-
-
-def workers_of(case: str) -> int:
-    return 1 if case.endswith("-w1") else WORKERS
-
-
-def sh(args: List[str], **kw: Any) -> subprocess.CompletedProcess:
-    return subprocess.run(args, check=True, **kw)
-
-
-def capture_env() -> Dict[str, str]:
-    """The environment of a capture-package command (bench, probes): this checkout's package first."""
-    return dict(os.environ, PYTHONPATH=os.path.join(REPO, "capture"))
-
-
-def make_dataset(out: str, dataset_args: List[str]) -> None:
-    """`bench make-dataset` into OUT with ARGS, unless OUT holds one made with the same ARGS (stamped)."""
-    stamp = " ".join(dataset_args)
-    stamp_path = os.path.join(out, ".simreplay-dataset-args")
-    if os.path.exists(os.path.join(out, "dataset.json")) and os.path.exists(stamp_path):
-        with open(stamp_path) as f:
-            if f.read().strip() == stamp:
-                return
-    sh(["rm", "-rf", out])
-    sh([PY, "-m", "simreplay_capture.bench", "make-dataset", "--out", out] + dataset_args, env=capture_env())
-    with open(stamp_path, "w") as f:
-        f.write(stamp + "\n")
-
-
-def make_datasets(data_dir: str, names: List[str]) -> None:
-    for name in names:
-        make_dataset(os.path.join(data_dir, name), ["--samples", str(SAMPLES), "--seed", "0"] + DATASETS[name])
-
-
-def drop_caches() -> bool:
-    if os.geteuid() != 0:
-        return False
-    os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
-    return True
-
-
-def bench(data: str, fmt: str, frames: int, out_json: str, trace: Optional[str] = None,
-          workers: int = WORKERS) -> Dict[str, Any]:
-    """One bench run; its summary gains `noise`: the host's window (procfs.noise_window) and the share
-    of all cores' time spent busy outside this run's own processes (`foreign_cpu_fraction`)."""
-    args = [PY, "-m", "simreplay_capture.bench", "run", "--data", data, "--format", fmt,
-            "--workers", str(workers), "--batch-size", str(BATCH), "--steps", str(STEPS),
-            "--warmup-steps", str(WARMUP), "--step-time-s", str(STEP_S), "--image-size", str(CROP),
-            "--frames", str(frames), "--seed", "0", "--summary-json", out_json]
-    args += ["--trace", trace] if trace else ["--no-capture"]
-    before, own0 = procfs.noise_sample(), procfs.children_cpu_ns()
-    sh(args, env=capture_env(), stdout=subprocess.DEVNULL)
-    after, own = procfs.noise_sample(), procfs.children_cpu_ns() - own0
-    with open(out_json) as f:
-        summary = json.load(f)
-    summary["noise"] = dict(procfs.noise_window(before, after),
-                            foreign_cpu_fraction=procfs.foreign_cpu_fraction(before, after, own))
-    return summary
-
-
-def loaded(noise: Dict[str, float]) -> bool:
-    return noise["foreign_cpu_fraction"] > FOREIGN_LIMIT or noise["steal_fraction"] > FOREIGN_LIMIT
-
-
-def scored_bench(*args: Any, **kw: Any) -> Dict[str, Any]:
-    """A measured run: repeated while it ran under foreign load (the discarded runs' throughput and noise
-    kept in `discarded`); after LOADED_RETRIES the last one is kept and flagged `loaded`."""
-    discarded: List[Dict[str, Any]] = []
-    for attempt in range(LOADED_RETRIES + 1):
-        s = bench(*args, **kw)
-        if not loaded(s["noise"]) or attempt == LOADED_RETRIES:
-            s["loaded"], s["discarded"] = loaded(s["noise"]), discarded
-            return s
-        n = s["noise"]
-        print(f"  foreign load (cpu {n['foreign_cpu_fraction']:.0%}, steal {n['steal_fraction']:.0%}): run repeated",
-              flush=True)
-        discarded.append({"throughput_samples_per_s": s["throughput_samples_per_s"], "noise": n})
-        time.sleep(2)
-    raise AssertionError("unreachable")
 
 
 def simulate(simreplay: str, scenario: Dict[str, Any], out: str) -> Dict[str, Any]:
@@ -211,157 +100,79 @@ def predict(simreplay: str, model: str, overrides: Any, out: str, tiers: Optiona
             "result": results[total]}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(REPO, "build", "whatifs-validation"))
-    ap.add_argument("--data", default=os.path.join(REPO, "build", "whatifs-data"))
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--limit-pct", type=float, default=CASE_LIMIT_PCT,
-                    help="gate: every case's |throughput error| must stay within this (exit 4 otherwise)")
-    ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--no-media-probe", action="store_true",
-                    help="calibrate without the media probe (the media what-ifs extrapolate the trace's fits)")
-    ap.add_argument("--no-cpu-probe", action="store_true",
-                    help="calibrate without the CPU probe (the shared-core slowdown from the base traces alone)")
-    ap.add_argument("--predict-only", action="store_true",
-                    help="reuse the model and the measured runs in --out; simulate again")
-    ap.add_argument("--background-threads", default="-1",
-                    help="hardware.background_threads of every prediction: a number, or 'auto' = the other "
-                         "load calibrate estimated during the base capture (fit_quality.cpu.contention)")
-    args = ap.parse_args()
-    simreplay = os.environ.get("SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay"))
-    cases = [c for c in args.cases.split(",") if c]
-    args.out, args.data = os.path.abspath(args.out), os.path.abspath(args.data)  # scenarios name the model
-    os.makedirs(args.out, exist_ok=True)
-    if not args.predict_only:
-        make_datasets(args.data, sorted({CASES[c][0] for c in cases} | {"base"}))
-    report: Dict[str, Any] = {"schema": "simreplay.whatif-validation/1", "root": os.geteuid() == 0,
-                              "settings": {"samples": SAMPLES, "steps": STEPS, "warmup_steps": WARMUP,
-                                           "batch_size": BATCH, "num_workers": WORKERS, "step_time_s": STEP_S,
-                                           "crop": CROP, "reps": args.reps, "base_captures": BASE_CAPTURES,
-                                           "foreign_limit": FOREIGN_LIMIT},
-                              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cases": {}}
-    # Calibration: BASE_CAPTURES captured base runs (after one warm-up run), calibrated together.
-    base_data = os.path.join(args.data, "base")
-    traces = [os.path.join(args.out, f"base-{k}.jsonl.gz") for k in range(BASE_CAPTURES)]
-    model = os.path.join(args.out, "model.json")
-    model_plain = os.path.join(args.out, "model-without-media-probe.json")
-    model_no_cpu_probe = os.path.join(args.out, "model-without-cpu-probe.json")
-    media_probe = os.path.join(args.out, "probe-media.json")
-    cpu_probe = os.path.join(args.out, "probe-cpu.json")
-    report["media_probe"] = None if args.no_media_probe else media_probe
-    report["cpu_probe"] = None if args.no_cpu_probe else cpu_probe
-    with_cpu_probe = [] if args.no_cpu_probe else ["--cpu-probe", cpu_probe]
-    if not args.predict_only:
-        bench(base_data, "files", 4, os.path.join(args.out, "warmup.json"))
-        report["base_captures"] = []
-        for k, trace in enumerate(traces):
-            s = scored_bench(base_data, "files", 4, os.path.join(args.out, f"base-capture-{k}.json"), trace)
-            report["base_captures"].append({"trace": trace, "throughput_samples_per_s": s["throughput_samples_per_s"],
-                                            "noise": s["noise"], "loaded": s["loaded"], "discarded": s["discarded"]})
-        if not args.no_cpu_probe:
-            t = time.monotonic()
-            probe_data = os.path.join(args.data, "cpu-probe")
-            make_dataset(probe_data, PROBE_DATASET + ["--exclude-sources", base_data])
-            sh([PY, "-m", "simreplay_capture.probe_cpu", "--bench-data", probe_data, "--format", "files",
-                "--image-size", str(CROP), "--frames", "4", "--batch-size", str(BATCH), "--prefetch-factor", "2",
-                "--seed", "0", *PROBE_ARGS, "--out", cpu_probe], env=capture_env(), stdout=subprocess.DEVNULL)
-            report["cpu_probe_wall_s"] = time.monotonic() - t
-        sh([simreplay, "calibrate", *traces, *with_cpu_probe, "--out", model_plain], stdout=subprocess.DEVNULL)
-        if not args.no_media_probe:
-            t = time.monotonic()
-            sh([PY, "-m", "simreplay_capture.probe_media", "--bench-data", base_data, "--image-size", str(CROP),
-                "--frames", "4", "--scales", "0.5,1,2", "--frame-scales", "1,2", "--samples", "24",
-                "--out", media_probe],
-               env=capture_env(), stdout=subprocess.DEVNULL)
-            report["media_probe_wall_s"] = time.monotonic() - t
-            sh([simreplay, "calibrate", *traces, "--media-probe", media_probe, *with_cpu_probe, "--out", model],
-               stdout=subprocess.DEVNULL)
-        if not args.no_cpu_probe:
-            sh([simreplay, "calibrate", *traces, *([] if args.no_media_probe else ["--media-probe", media_probe]),
-                "--out", model_no_cpu_probe], stdout=subprocess.DEVNULL)
-    if args.no_media_probe:
-        model = model_plain
-    background = float(args.background_threads) if args.background_threads != "auto" else -1.0
-    if args.background_threads == "auto":
-        with open(model) as f:
-            background = json.load(f)["fit_quality"]["cpu"]["contention"][0]["background_threads"]
-    report["background_threads"] = background
-    if "cold" in cases and not args.predict_only:
-        sh([simreplay, "probe", "storage", args.data, "--quick", "--out", os.path.join(args.out, "probe.json")],
-           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # Measurements, interleaved by case; one discarded warm-up run per case first.
-    measured: Dict[str, List[float]] = {c: [] for c in cases}
-    runs: Dict[str, List[Dict[str, Any]]] = {c: [] for c in cases}
-    for c in cases:
-        ds, fmt, frames, _, _ = CASES[c]
-        if not args.predict_only:
-            bench(os.path.join(args.data, ds), fmt, frames, os.path.join(args.out, f"{c}-warmup.json"),
-                  workers=workers_of(c))
-    if args.predict_only and os.path.exists(os.path.join(args.out, "whatifs.json")):
-        with open(os.path.join(args.out, "whatifs.json")) as f:
-            old = json.load(f)
-        for c in cases:
-            measured[c] = old["cases"][c]["measured_samples_per_s"]
-            runs[c] = old["cases"][c].get("runs", [])
-        report["started"] = old["started"]
-    elif args.predict_only:  # an interrupted run: its per-run summaries (no per-run load record)
-        for c in cases:
-            for r in range(args.reps):
-                path = os.path.join(args.out, f"{c}-{r}.json")
-                if os.path.exists(path):
-                    with open(path) as f:
-                        measured[c].append(json.load(f)["throughput_samples_per_s"])
-    for rep in range(0 if args.predict_only else args.reps):
-        for c in cases:
-            ds, fmt, frames, cold, _ = CASES[c]
-            if cold and not drop_caches():
-                continue
-            s = scored_bench(os.path.join(args.data, ds), fmt, frames, os.path.join(args.out, f"{c}-{rep}.json"),
-                             workers=workers_of(c))
-            measured[c].append(s["throughput_samples_per_s"])
-            runs[c].append({k: s[k] for k in ("throughput_samples_per_s", "noise", "loaded", "discarded")})
-    for c in cases:
-        _, _, _, cold, overrides = CASES[c]
-        entry: Dict[str, Any] = {"measured_samples_per_s": measured[c], "runs": runs[c],
-                                 "load_avg_1min": [r["noise"][k] for r in runs[c]
-                                                   for k in ("loadavg_before", "loadavg_after")],
-                                 "scored": not any(r["loaded"] for r in runs[c])}
-        if cold and not measured[c]:
-            entry["skipped"] = "drop_caches needs root"
-            report["cases"][c] = entry
-            continue
-        tiers = None
-        if overrides == "cold":
-            # Warm reads as captured (the base trace ran from the page cache); cold ones from the disk
-            # as the storage probe measured it: one random request per sample (latency + bytes / rate).
-            with open(os.path.join(args.out, "probe.json")) as f:
-                fit = json.load(f)["fit"]["random"]
-            tiers = [{"kind": "page_cache"}, {"kind": "local", "latency_s": fit["latency_s"],
-                                               "bytes_per_s_per_stream": fit["bandwidth_bytes_per_s"]}]
-            entry["probe_random_fit"] = fit
-        p = predict(simreplay, model, overrides, os.path.join(args.out, "predict", c), tiers, background,
-                    workers_of(c))
-        med = statistics.median(measured[c])
-        entry.update({"workers": workers_of(c), "measured_median": med,
-                      # run-to-run spread of the measured runs, beside the error it qualifies
-                      "spread_pct": 100 * (max(measured[c]) - min(measured[c])) / med,
-                      "predicted": p["train_throughput_samples_per_s"],
-                      "error_pct": 100 * (p["train_throughput_samples_per_s"] - med) / med,
-                      "warnings": p["warnings"]})
-        if c in MEDIA_CASES and model != model_plain and os.path.exists(model_plain):
-            q = predict(simreplay, model_plain, overrides, os.path.join(args.out, "predict-without-media-probe", c),
-                        tiers, background, workers_of(c))
-            entry["predicted_without_media_probe"] = q["train_throughput_samples_per_s"]
-            entry["error_without_media_probe_pct"] = 100 * (q["train_throughput_samples_per_s"] - med) / med
-        if os.path.exists(model_no_cpu_probe) and not args.no_cpu_probe:
-            q = predict(simreplay, model_no_cpu_probe, overrides, os.path.join(args.out, "predict-without-cpu-probe", c),
-                        tiers, background, workers_of(c))
-            entry["predicted_without_cpu_probe"] = q["train_throughput_samples_per_s"]
-            entry["error_without_cpu_probe_pct"] = 100 * (q["train_throughput_samples_per_s"] - med) / med
-        report["cases"][c] = entry
-    # The change each what-if predicts against the base case, next to the change measured: machine load
-    # that the model does not hold (it assumes a dedicated machine) cancels to first order in the ratio.
+def calibrate_models(simreplay: str, recorded: Dict[str, Any], runs_dir: str, out: str) -> Dict[str, Optional[str]]:
+    """The models every case is predicted from, calibrated by the simreplay under test from the recorded
+    base captures and probes: "model" (media and CPU probes when recorded), "without_media_probe" and
+    "without_cpu_probe" (None when the probe was not recorded)."""
+    traces = [os.path.join(runs_dir, b["trace"]) for b in recorded["base_captures"]]
+    media = os.path.join(runs_dir, "probe-media.json")
+    cpu = os.path.join(runs_dir, "probe-cpu.json")
+    media_args = ["--media-probe", media] if os.path.exists(media) else []
+    cpu_args = ["--cpu-probe", cpu] if os.path.exists(cpu) else []
+    models: Dict[str, Optional[str]] = {"model": os.path.join(out, "model.json"),
+                                        "without_media_probe": None, "without_cpu_probe": None}
+    sh([simreplay, "calibrate", *traces, *media_args, *cpu_args, "--out", models["model"]], stdout=subprocess.DEVNULL)
+    if media_args:
+        models["without_media_probe"] = os.path.join(out, "model-without-media-probe.json")
+        sh([simreplay, "calibrate", *traces, *cpu_args, "--out", models["without_media_probe"]],
+           stdout=subprocess.DEVNULL)
+    if cpu_args:
+        models["without_cpu_probe"] = os.path.join(out, "model-without-cpu-probe.json")
+        sh([simreplay, "calibrate", *traces, *media_args, "--out", models["without_cpu_probe"]],
+           stdout=subprocess.DEVNULL)
+    return models
+
+
+def cold_tiers(runs_dir: str) -> Tuple[List[Any], Dict[str, Any]]:
+    """Warm reads as captured (the base trace ran from the page cache); cold ones from the disk as the
+    storage probe measured it: one random request per sample (latency + bytes / rate)."""
+    with open(os.path.join(runs_dir, "probe-storage.json")) as f:
+        fit = json.load(f)["fit"]["random"]
+    return [{"kind": "page_cache"}, {"kind": "local", "latency_s": fit["latency_s"],
+                                      "bytes_per_s_per_stream": fit["bandwidth_bytes_per_s"]}], fit
+
+
+def score_case(simreplay: str, c: str, runs: List[Dict[str, Any]], models: Dict[str, Optional[str]], runs_dir: str,
+               out: str, background: float) -> Dict[str, Any]:
+    """One case's entry: its measured runs against the prediction of each model."""
+    measured = [r["throughput_samples_per_s"] for r in runs]
+    entry: Dict[str, Any] = {"measured_samples_per_s": measured, "runs": runs,
+                             "load_avg_1min": [r["noise"][k] for r in runs for k in ("loadavg_before", "loadavg_after")],
+                             "scored": not any(r["loaded"] for r in runs)}
+    _, _, _, cold, overrides = CASES[c]
+    if cold and not measured:
+        entry["skipped"] = "drop_caches needs root"
+        return entry
+    tiers = None
+    if overrides == "cold":
+        tiers, entry["probe_random_fit"] = cold_tiers(runs_dir)
+    med = statistics.median(measured)
+
+    def predicted(model: str, where: str) -> float:
+        return predict(simreplay, model, overrides, os.path.join(out, where, c), tiers, background,
+                       workers_of(c))["train_throughput_samples_per_s"]
+
+    p = predict(simreplay, models["model"], overrides, os.path.join(out, "predict", c), tiers, background, workers_of(c))
+    entry.update({"workers": workers_of(c), "measured_median": med,
+                  # run-to-run spread of the measured runs, beside the error it qualifies
+                  "spread_pct": 100 * (max(measured) - min(measured)) / med,
+                  "predicted": p["train_throughput_samples_per_s"],
+                  "error_pct": 100 * (p["train_throughput_samples_per_s"] - med) / med,
+                  "warnings": p["warnings"]})
+    if c in MEDIA_CASES and models["without_media_probe"]:
+        q = predicted(models["without_media_probe"], "predict-without-media-probe")
+        entry["predicted_without_media_probe"] = q
+        entry["error_without_media_probe_pct"] = 100 * (q - med) / med
+    if models["without_cpu_probe"]:
+        q = predicted(models["without_cpu_probe"], "predict-without-cpu-probe")
+        entry["predicted_without_cpu_probe"] = q
+        entry["error_without_cpu_probe_pct"] = 100 * (q - med) / med
+    return entry
+
+
+def add_ratios(report: Dict[str, Any]) -> None:
+    """The change each what-if predicts against the base case, next to the change measured: machine load
+    that the model does not hold (it assumes a dedicated machine) cancels to first order in the ratio."""
     for c, e in report["cases"].items():
         b = report["cases"].get("base-w1" if c.endswith("-w1") else "base", {})
         if c in ("base", "base-w1") or "predicted" not in e or "predicted" not in b:
@@ -369,14 +180,9 @@ def main() -> int:
         e["measured_ratio_to_base"] = e["measured_median"] / b["measured_median"]
         e["predicted_ratio_to_base"] = e["predicted"] / b["predicted"]
         e["ratio_error_pct"] = 100 * (e["predicted_ratio_to_base"] / e["measured_ratio_to_base"] - 1)
-    # A case measured under foreign load (or predicted from base captures that were) is not scored: its
-    # error is reported, it neither passes nor fails the gate, and the run exits 75.
-    calibration_loaded = any(b["loaded"] for b in report.get("base_captures", []))
-    for e in report["cases"].values():
-        e["scored"] = e.get("scored", True) and not calibration_loaded
-    report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    with open(os.path.join(args.out, "whatifs.json"), "w") as f:
-        json.dump(report, f, indent=1, sort_keys=True)
+
+
+def print_table(report: Dict[str, Any]) -> None:
     print("case       measured (min..max)        predicted   error  spread  ratio-to-base error   load   scored")
     for c, e in report["cases"].items():
         if "skipped" in e:
@@ -390,17 +196,81 @@ def main() -> int:
                  f"({e['error_without_media_probe_pct']:+.1f}%)" if "predicted_without_media_probe" in e else "")
               + (f"   without CPU probe {e['predicted_without_cpu_probe']:.1f} "
                  f"({e['error_without_cpu_probe_pct']:+.1f}%)" if "predicted_without_cpu_probe" in e else ""))
+
+
+def ingest(simreplay: str, recorded_dir: str, out: str, background_threads: str, limit_pct: float) -> Dict[str, Any]:
+    """The prediction side over recorded runs: OUT/whatifs.json."""
+    with open(os.path.join(recorded_dir, "runs.json")) as f:
+        recorded = json.load(f)
+    runs_dir = os.path.join(recorded_dir, "runs")
+    os.makedirs(out, exist_ok=True)
+    models = calibrate_models(simreplay, recorded, runs_dir, out)
+    background = float(background_threads) if background_threads != "auto" else -1.0
+    if background_threads == "auto":
+        with open(models["model"]) as f:
+            background = json.load(f)["fit_quality"]["cpu"]["contention"][0]["background_threads"]
+    report: Dict[str, Any] = {"schema": "simreplay.whatif-validation/2", "root": recorded["root"],
+                              "settings": recorded["settings"], "started": recorded["started"],
+                              "finished": recorded["finished"], "background_threads": background,
+                              "base_captures": recorded["base_captures"], "cases": {},
+                              "media_probe": models["without_media_probe"] is not None,
+                              "cpu_probe": models["without_cpu_probe"] is not None}
+    for c in recorded["cases"]:
+        runs = [r for r in recorded["runs"] if r["case"] == c]
+        report["cases"][c] = score_case(simreplay, c, runs, models, runs_dir, out, background)
+    add_ratios(report)
+    # A case measured under foreign load (or predicted from base captures that were) is not scored: its
+    # error is reported, it neither passes nor fails the gate, and the run exits 75.
+    calibration_loaded = any(b["loaded"] for b in recorded["base_captures"])
+    for e in report["cases"].values():
+        e["scored"] = e.get("scored", True) and not calibration_loaded
     failing = [f"{c} {e['error_pct']:+.1f}%" for c, e in report["cases"].items()
-               if "error_pct" in e and e["scored"] and abs(e["error_pct"]) > args.limit_pct]
+               if "error_pct" in e and e["scored"] and abs(e["error_pct"]) > limit_pct]
     unscored = [c for c, e in report["cases"].items() if not e["scored"]]
-    report["gate"] = {"limit_pct": args.limit_pct, "failing": failing, "unscored": unscored,
+    report["gate"] = {"limit_pct": limit_pct, "failing": failing, "unscored": unscored,
                       "pass": not failing and not unscored}
-    with open(os.path.join(args.out, "whatifs.json"), "w") as f:
+    with open(os.path.join(out, "whatifs.json"), "w") as f:
         json.dump(report, f, indent=1, sort_keys=True)
-    verdict = ("FAIL (" + ", ".join(failing) + ")" if failing else
-               "NOT SCORED (foreign load: " + ", ".join(unscored) + ")" if unscored else "PASS")
+    return report
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(REPO, "build", "whatifs-validation"))
+    ap.add_argument("--data", default=os.path.join(REPO, "build", "whatifs-data"))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--limit-pct", type=float, default=CASE_LIMIT_PCT,
+                    help="gate: every case's |throughput error| must stay within this (exit 4 otherwise)")
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--no-media-probe", action="store_true",
+                    help="record without the media probe (the media what-ifs extrapolate the trace's fits)")
+    ap.add_argument("--no-cpu-probe", action="store_true",
+                    help="record without the CPU probe (the shared-core slowdown from the base traces alone)")
+    ap.add_argument("--background-threads", default="-1",
+                    help="hardware.background_threads of every prediction: a number, or 'auto' = the other "
+                         "load calibrate estimated during the base capture (fit_quality.cpu.contention)")
+    ap.add_argument("--bin", help="the simreplay to use (default $SIMREPLAY_BIN, else build/simreplay)")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--record-only", action="store_true", help="measure only: write OUT/runs.json and OUT/runs/")
+    mode.add_argument("--ingest", metavar="DIR", help="predict only, from the runs recorded in DIR")
+    args = ap.parse_args()
+    simreplay = os.path.abspath(args.bin) if args.bin else os.environ.get(
+        "SIMREPLAY_BIN", os.path.join(REPO, "build", "simreplay"))
+    args.out, args.data = os.path.abspath(args.out), os.path.abspath(args.data)  # scenarios name the model
+    recorded_dir = os.path.abspath(args.ingest) if args.ingest else args.out
+    if not args.ingest:
+        os.makedirs(args.out, exist_ok=True)
+        record(simreplay, args.out, args.data, [c for c in args.cases.split(",") if c], args.reps,
+               cpu_probe=not args.no_cpu_probe, media_probe=not args.no_media_probe)
+        if args.record_only:
+            return 0
+    report = ingest(simreplay, recorded_dir, args.out, args.background_threads, args.limit_pct)
+    print_table(report)
+    g = report["gate"]
+    verdict = ("FAIL (" + ", ".join(g["failing"]) + ")" if g["failing"] else
+               "NOT SCORED (foreign load: " + ", ".join(g["unscored"]) + ")" if g["unscored"] else "PASS")
     print(f"gate: every case within {args.limit_pct:g}%: {verdict}")
-    return 4 if failing else EXIT_UNSCORED if unscored else 0
+    return 4 if g["failing"] else EXIT_UNSCORED if g["unscored"] else 0
 
 
 if __name__ == "__main__":
