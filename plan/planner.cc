@@ -17,9 +17,11 @@
 #include "plan/pilot_planning.h"
 #include "plan/recommendation.h"
 #include "plan/units.h"
+#include "scenarios/memory_limit.h"
 #include "scenarios/scenario.h"
 #include "sim/isolated_run.h"
 #include "sim/point_runner.h"
+#include "sim/simulation.h"
 
 namespace simreplay::plan {
 
@@ -797,39 +799,61 @@ Result<CandidateRunSummary> SimulateCandidates(const PlanSetup& setup, const Can
   std::vector<CandidateCheckpointRun> checkpoint_runs(points);
   std::vector<bool> window_failed(points, false);
   bool first_round = true;
+  auto fail = [&](size_t p, const Status& status) -> Status {
+    const Status why = status.WithPrefix(setup.point_labels[p] + ": ");
+    if (options.store != nullptr) SIMREPLAY_RETURN_IF_ERROR(options.store->SaveFailure(p, setup.PointAxes(p), why));
+    summary.failures.emplace_back(p, why);
+    return Status::Ok();
+  };
+  sim::IsolatedRunOptions isolation;
+  isolation.parallel = options.jobs;
+  // The children alive at once share the machine's memory (scenarios/simulation_budget.h): a large
+  // candidate runs beside fewer others, and one that cannot fit on its own is refused with its estimate.
+  isolation.memory_budget_bytes = scenarios::SimulationMemoryLimitBytes();
   while (!pending.empty()) {
     std::vector<sim::IsolatedJob> jobs;
+    isolation.job_bytes.clear();
+    std::vector<size_t> running;  // the pending points that fit, in job order
     for (size_t p : pending) {
       auto prepared_point = PrepareCandidate(setup.sims[p], length[p], setup.cache.get());
       if (!prepared_point.ok()) return prepared_point.status();
       prepared[p] = std::move(*prepared_point);
+      if (Status fits = sim::CheckSimulationFits(prepared[p].input); !fits.ok()) {
+        SIMREPLAY_RETURN_IF_ERROR(fail(p, fits));
+        continue;
+      }
       jobs.push_back(MakeCandidateJob(prepared[p]));
+      isolation.job_bytes.push_back(sim::EstimatedBytesAsSimulated(prepared[p].input));
+      running.push_back(p);
     }
+    total_runs -= pending.size() - running.size();
     std::vector<size_t> window_points;
     if (first_round) {
-      for (size_t p : pending) {
+      for (size_t p : running) {
         if (!setup.sims[p].checkpoint.simulate) continue;
         auto window = PrepareCheckpointWindow(setup.sims[p], setup.cache.get());
         if (!window.ok()) return window.status();
         windows[p] = std::move(*window);
         jobs.push_back(MakeCheckpointWindowJob(windows[p]));
+        isolation.job_bytes.push_back(sim::EstimatedBytesAsSimulated(windows[p].input));
         window_points.push_back(p);
       }
       total_runs += window_points.size();
     }
     const size_t round_runs = jobs.size();
     const size_t round_start = done_runs;
-    auto results = sim::RunIsolated(jobs, options.jobs, [&](size_t done, size_t) {
-      if (options.progress) options.progress(round_start + done, total_runs);
-    });
+    size_t round_done = 0;
+    isolation.on_result = [&](size_t, const Result<std::string>&) {
+      if (options.progress) options.progress(round_start + ++round_done, total_runs);
+      return true;
+    };
+    auto results = sim::RunIsolated(jobs, isolation);
     done_runs += round_runs;
     for (size_t w = 0; w < window_points.size(); ++w) {
       const size_t p = window_points[w];
-      auto checkpoint = ParseCheckpointWindowRun(results[pending.size() + w]);
+      auto checkpoint = ParseCheckpointWindowRun(results[running.size() + w]);
       if (!checkpoint.ok()) {
-        const Status why = checkpoint.status().WithPrefix(setup.point_labels[p] + ": ");
-        if (options.store != nullptr) SIMREPLAY_RETURN_IF_ERROR(options.store->SaveFailure(p, setup.PointAxes(p), why));
-        summary.failures.emplace_back(p, why);
+        SIMREPLAY_RETURN_IF_ERROR(fail(p, checkpoint.status()));
         window_failed[p] = true;
         continue;
       }
@@ -837,15 +861,13 @@ Result<CandidateRunSummary> SimulateCandidates(const PlanSetup& setup, const Can
     }
     first_round = false;
     std::vector<size_t> again;
-    for (size_t k = 0; k < pending.size(); ++k) {
-      const size_t p = pending[k];
+    for (size_t k = 0; k < running.size(); ++k) {
+      const size_t p = running[k];
       if (window_failed[p]) continue;
       const auto& row = setup.out.rows[setup.point_rows[p]];
       auto run = ParseCandidateRun(results[k]);
       if (!run.ok()) {
-        const Status why = run.status().WithPrefix(setup.point_labels[p] + ": ");
-        if (options.store != nullptr) SIMREPLAY_RETURN_IF_ERROR(options.store->SaveFailure(p, setup.PointAxes(p), why));
-        summary.failures.emplace_back(p, why);
+        SIMREPLAY_RETURN_IF_ERROR(fail(p, run.status()));
         continue;
       }
       const EpochGeometry epochs{MicroBatchesPerEpoch(prepared[p]), setup.grad_accum};

@@ -8,6 +8,7 @@
 
 #include "common/error_line.h"
 #include "common/json_fields.h"
+#include "scenarios/memory_limit.h"
 #include "scenarios/simulation_budget.h"
 
 namespace simreplay::scenarios {
@@ -503,13 +504,14 @@ Result<Scenario> ParseScenarioJson(const nlohmann::json& json, const std::string
   SIMREPLAY_RETURN_IF_ERROR(f.GetOptionalInt("seed", &seed));
   s.seed = static_cast<uint64_t>(seed);
   // Once every section is known: workers, steps and rank folding decide what the simulation costs.
-  if (const double bytes = EstimatedSimulationBytes(s, SimulatedNodesAtLeast(s)); bytes > kMaxSimulationBytes) {
+  if (auto machine = MachineMemoryLimit(); !machine.ok()) return machine.status();
+  if (const double bytes = EstimatedSimulationBytes(s, SimulatedNodesAtLeast(s)); bytes > SimulationMemoryLimitBytes()) {
     const nlohmann::json& cluster = json.contains("cluster") ? json["cluster"] : json;
     return JsonFields(cluster, where + (json.contains("cluster") ? ": cluster" : ""))
-        .Error(fmt::format("{} nodes x {} GPUs with {} workers per rank need an estimated {:.0f} GB to simulate, "
-                           "more than the {:.0f} GB limit (fewer nodes, workers or steps)",
-                           s.cluster.nodes, s.cluster.gpus_per_node, s.loader.num_workers, bytes / 1e9,
-                           kMaxSimulationBytes / 1e9));
+        .Error(fmt::format("{} nodes x {} GPUs with {} workers per rank need an estimated {} to simulate, "
+                           "more than {} (fewer nodes, workers or steps)",
+                           s.cluster.nodes, s.cluster.gpus_per_node, s.loader.num_workers, ShowGigabytes(bytes),
+                           DescribeSimulationMemoryLimit()));
   }
   s.resolved = json;
   s.resolved.erase("sweep");

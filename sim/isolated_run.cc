@@ -72,10 +72,25 @@ struct Child {
   size_t job;
   int fd;
   Clock::time_point started;
+  double bytes = 0;  // its estimated peak memory (IsolatedRunOptions::job_bytes)
   bool timed_out = false;
   bool cancelled = false;
   std::string data;
 };
+
+double JobBytes(const IsolatedRunOptions& options, size_t job) {
+  return job < options.job_bytes.size() ? std::max(0.0, options.job_bytes[job]) : 0.0;
+}
+
+// Whether job `next` may start beside the running children: under --jobs, and within the memory budget
+// (always when nothing else runs).
+bool MayStart(const std::map<pid_t, Child>& running, size_t next, int parallel, const IsolatedRunOptions& options) {
+  if (static_cast<int>(running.size()) >= parallel) return false;
+  if (options.memory_budget_bytes <= 0 || running.empty()) return true;
+  double bytes = JobBytes(options, next);
+  for (const auto& [pid, child] : running) bytes += child.bytes;
+  return bytes <= options.memory_budget_bytes;
+}
 
 // "signal 11 (SIGSEGV, Segmentation fault)".
 std::string SignalName(int signal) {
@@ -138,7 +153,7 @@ std::vector<Result<std::string>> RunIsolated(const std::vector<IsolatedJob>& job
       next = jobs.size();
       if (running.empty()) break;
     }
-    while (next < jobs.size() && static_cast<int>(running.size()) < parallel) {
+    while (next < jobs.size() && MayStart(running, next, parallel, options)) {
       int fds[2];
       if (::pipe(fds) != 0) {
         deliver(next++, Status::IoError(std::string("pipe: ") + std::strerror(errno)));
@@ -156,7 +171,8 @@ std::vector<Result<std::string>> RunIsolated(const std::vector<IsolatedJob>& job
         deliver(next++, Status::IoError(std::string("fork: ") + std::strerror(errno)));
         continue;
       }
-      running[pid] = Child{next++, fds[0], Clock::now(), false, false, {}};
+      running[pid] = Child{next, fds[0], Clock::now(), JobBytes(options, next), false, false, {}};
+      ++next;
     }
     if (running.empty()) continue;
     // Drain every child's pipe (a child blocks when its pipe is full), then reap finished ones.

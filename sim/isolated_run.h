@@ -22,6 +22,12 @@ struct IsolatedRunOptions {
   int parallel = 1;                         // children alive at once (at least 1)
   double timeout_s = 0;                     // > 0: a child running longer is killed (SIGKILL) and its job fails
   std::string timeout_name = "time limit";  // how the limit is named in the failure ("--point-timeout")
+  // Memory: each job's estimated peak bytes (job_bytes[i]; missing or 0: nothing known) and what the
+  // children alive at once may take together (0: no budget). A job starts only while the running
+  // ones' estimates and its own fit the budget, or when nothing else runs (a job over the budget on
+  // its own is the caller's to refuse: sim/simulation.h CheckSimulationFits).
+  std::vector<double> job_bytes;
+  double memory_budget_bytes = 0;
   // Called in the parent as each job ends, in completion order. Returning false stops the run: the
   // running children are killed and the jobs not finished yet fail with "cancelled".
   std::function<bool(size_t job, const Result<std::string>& result)> on_result;

@@ -19,6 +19,7 @@
 
 #include "common/random.h"
 #include "models/cluster_topology.h"
+#include "scenarios/memory_limit.h"
 #include "scenarios/simulation_budget.h"
 #include "sim/checkpoint.h"
 #include "sim/collectives.h"
@@ -582,12 +583,17 @@ RankFolding PlanFolding(const SimInput& input, const RunConfig& config, const Si
 
 Status CheckFits(const SimInput& input, const RunConfig& config, const RankFolding& folding) {
   const double bytes = scenarios::EstimatedSimulationBytes(input.scenario, folding.simulated_nodes);
-  if (folding.folded() || bytes <= scenarios::kMaxSimulationBytes) return Status::Ok();
+  if (bytes <= scenarios::SimulationMemoryLimitBytes()) return Status::Ok();
+  const std::string how = folding.folded() ? fmt::format("folded to {} nodes", folding.simulated_nodes)
+                                           : std::string("every rank");
+  const std::string why_not_folded =
+      folding.folded() ? std::string() : ", and rank folding does not apply: " + folding.off_reason;
   return Status::InvalidArgument(fmt::format(
-      "{}{} nodes x {} GPUs with {} workers per rank need an estimated {:.0f} GB to simulate every rank, more "
-      "than the {:.0f} GB limit, and rank folding does not apply: {} (fewer nodes, workers or steps)",
+      "{}{} nodes x {} GPUs with {} workers per rank need an estimated {} to simulate {}, more than {}{} "
+      "(fewer nodes, workers or steps)",
       input.scenario.path.empty() ? "" : input.scenario.path + ": cluster: ", config.nodes, config.gpus_per_node,
-      input.scenario.loader.num_workers, bytes / 1e9, scenarios::kMaxSimulationBytes / 1e9, folding.off_reason));
+      input.scenario.loader.num_workers, scenarios::ShowGigabytes(bytes), how, scenarios::DescribeSimulationMemoryLimit(),
+      why_not_folded));
 }
 
 }  // namespace
@@ -595,6 +601,17 @@ Status CheckFits(const SimInput& input, const RunConfig& config, const RankFoldi
 Status CheckSimulationFits(const SimInput& input, const SimOptions& options) {
   const RunConfig config = RunConfig::Resolve(input);
   return CheckFits(input, config, PlanFolding(input, config, options));
+}
+
+double EstimatedBytesAsSimulated(const SimInput& input, const SimOptions& options) {
+  const RunConfig config = RunConfig::Resolve(input);
+  const RankFolding folding = PlanFolding(input, config, options);
+  const double as_planned = scenarios::EstimatedSimulationBytes(input.scenario, folding.simulated_nodes);
+  if (!folding.folded()) return as_planned;
+  // A fold whose ranks' waits differ too much falls back to every rank where that fits (RunSimulation).
+  const double full = scenarios::EstimatedSimulationBytes(input.scenario);
+  const bool may_fall_back = full <= std::min(kMaxUnfoldedFallbackBytes, scenarios::SimulationMemoryLimitBytes());
+  return may_fall_back ? std::max(as_planned, full) : as_planned;
 }
 
 Result<SimRawStats> RunSimulation(const SimInput& input, const SimOptions& options) {
@@ -624,7 +641,8 @@ Result<SimRawStats> RunSimulation(const SimInput& input, const SimOptions& optio
   if (!attempt[0].ok()) return attempt[0].status();
   auto folded = DecodeRawStats(*attempt[0]);
   if (!folded.ok() || folded->rank_folding_wait_spread <= kMaxFoldedWaitSpread ||
-      scenarios::EstimatedSimulationBytes(input.scenario) > kMaxUnfoldedFallbackBytes) {
+      scenarios::EstimatedSimulationBytes(input.scenario) >
+          std::min(kMaxUnfoldedFallbackBytes, scenarios::SimulationMemoryLimitBytes())) {
     return folded;
   }
   RankFolding full = folding;

@@ -19,9 +19,13 @@ struct SimOptions {
 Result<SimRawStats> RunSimulation(const SimInput& input, const SimOptions& options = {});
 
 // Whether `input` fits in memory as it will be simulated. The scenario loader checks a cluster's folded
-// estimate (scenarios::SimulatedNodesAtLeast); one that cannot fold here (sim/rank_folding.h) and would
-// need more than scenarios::kMaxSimulationBytes with every rank simulated is refused in one line that
-// says why. RunSimulation checks it first; callers may check before starting anything.
+// estimate (scenarios::SimulatedNodesAtLeast); one whose estimate as simulated here (folded, or every
+// rank where folding does not apply: sim/rank_folding.h) exceeds scenarios::SimulationMemoryLimitBytes()
+// (the machine's memory share, at most kMaxSimulationBytes) is refused in one line with the estimate,
+// the limit and why. RunSimulation checks it first; callers may check before starting anything.
 Status CheckSimulationFits(const SimInput& input, const SimOptions& options = {});
+// The estimated peak memory of `input`'s simulation as it will run: folded or not, and for a fold the
+// full simulation it falls back to where its ranks' waits differ and that fits (sim/rank_folding.h).
+double EstimatedBytesAsSimulated(const SimInput& input, const SimOptions& options = {});
 
 }  // namespace simreplay::sim

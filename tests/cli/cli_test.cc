@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_runner.h"
+#include "tests/scoped_env.h"
 
 namespace {
 
@@ -135,6 +136,7 @@ TEST(Cli, AClusterThatCannotFoldAndCannotFitIsRefusedInOneLine) {
   // 4096 nodes x 8 GPUs x 8 workers loads on its folded estimate; simulate records a timeline of every
   // rank, so it cannot fold, and every rank would need about 92 GB: exit 3, one line naming the file
   // and why, no result written.
+  const simreplay::ScopedEnv roomy("SIMREPLAY_MEMORY_LIMIT", "1T");  // the simulator's own 64 GB limit governs
   fs::path dir = Fresh("unfoldable");
   std::ofstream(dir / "s.json") << R"({"model": ")" << SIMREPLAY_SOURCE_DIR << R"(/examples/quickstart/model.json",
     "loader": {"num_workers": 8, "batch_size": 8}, "hardware": {"cpu_cores": 64, "gpus": 8},

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_runner.h"
+#include "tests/scoped_env.h"
 
 namespace {
 
@@ -416,17 +417,40 @@ TEST(PlanCli, WithoutTheRuleABatchFarAboveTheMeasuredOneWarns) {
   EXPECT_TRUE(beyond);
 }
 
+// Issue 44 item 4: a 16,384-GPU candidate died of the kernel's OOM killer after minutes. A candidate
+// whose simulation is estimated beyond what this machine allows is refused before anything runs, in one
+// line with the estimate and the limit (here the limit is set low: 2048 nodes x 8 GPUs folded to 8 nodes
+// is about 0.21 GB, SIMREPLAY_MEMORY_LIMIT 150 MiB).
+// The small plan on one GPU type at 1 and `nodes` nodes of `gpus_per_node` GPUs with activations of 1 GB
+// a GPU (every candidate fits in GPU memory), planned into DIR/out.
+simreplay::testing::CliOutcome PlanLargeCluster(const fs::path& dir, int nodes, int gpus_per_node) {
+  fs::create_directories(dir);
+  std::string text = OneGpuSmallPlan("", "[1, " + std::to_string(nodes) + "]");
+  text.replace(text.find(R"("gpus_per_node": 2)"), 18, "\"gpus_per_node\": " + std::to_string(gpus_per_node));
+  text.replace(text.find(R"("activation_bytes_per_gpu": 50e9)"), 32, R"("activation_bytes_per_gpu": 1e9)");
+  std::ofstream(dir / "plan.json") << text;
+  return RunCli("plan " + (dir / "plan.json").string() + " --out " + (dir / "out").string());
+}
+
+TEST(PlanCli, ACandidateBeyondTheMachinesMemoryIsRefusedWithTheEstimateAndTheLimit) {
+  const simreplay::ScopedEnv small("SIMREPLAY_MEMORY_LIMIT", "150M");
+  fs::path dir = Fresh("plan_beyond_memory");
+  auto r = PlanLargeCluster(dir, 2048, 8);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("plan.json: candidate a100-80gb x 2048 nodes (ddp) cannot be simulated"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("2048 nodes x 8 GPUs with "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" GB to simulate, more than the 0.16 GB limit (SIMREPLAY_MEMORY_LIMIT)"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "plan.json"));
+}
+
 TEST(PlanCli, AClusterTheSimulatorCannotHoldIsBadInputInOneLine) {
   // 16384 nodes x 64 GPUs is within the loader's node limit, but its platform (over a million GPUs) is
   // far over what the simulator builds: exit 3, one line naming the plan and the candidate, nothing written.
   fs::path dir = Fresh("plan_unholdable");
-  fs::create_directories(dir);
-  std::string text = OneGpuSmallPlan("", "[1, 16384]");
-  text.replace(text.find(R"("gpus_per_node": 2)"), 18, R"("gpus_per_node": 64)");
-  text.replace(text.find(R"("activation_bytes_per_gpu": 50e9)"), 32, R"("activation_bytes_per_gpu": 1e9)");
-  const fs::path file = dir / "plan.json";
-  std::ofstream(file) << text;
-  auto r = RunCli("plan " + file.string() + " --out " + (dir / "out").string());
+  auto r = PlanLargeCluster(dir, 16384, 64);
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("plan.json: candidate a100-80gb x 16384 nodes (ddp) cannot be simulated"), std::string::npos)
       << r.output;

@@ -4,8 +4,12 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
+
+#include "scenarios/memory_limit.h"
 #include "scenarios/sweep_outputs.h"
 #include "tests/scenarios/scenario_test_util.h"
+#include "tests/scoped_env.h"
 
 namespace simreplay::scenarios {
 namespace {
@@ -107,6 +111,7 @@ TEST(Scenario, ClusterKeysParseWithDefaults) {
 // guarded actors x 48 kB = 30.7 MB + 64 x 1000 x 16 B + the other 32704 ranks' platform share of 8 kB
 // each (261.6 MB) + 64 MB = 357.4 MB: loads.
 TEST(Scenario, ClusterSizesUpToTheLimitLoadAndWhatCannotFitIsRefused) {
+  const ScopedEnv roomy("SIMREPLAY_MEMORY_LIMIT", "1T");  // the simulator's own 64 GB limit governs
   auto parse = [](int nodes, int gpus, int workers) {
     auto j = Base();
     j["cluster"] = {{"nodes", nodes}, {"gpus_per_node", gpus}};
@@ -142,6 +147,46 @@ TEST(Scenario, ClusterSizesUpToTheLimitLoadAndWhatCannotFitIsRefused) {
             std::string::npos)
       << too_big.status().message();
   EXPECT_EQ(too_big.status().message().find('\n'), std::string::npos);
+}
+
+// Issue 44 item 4: a 16,384-GPU plan candidate died of the OOM killer on a 24 GiB machine, under the
+// 64 GB limit. The limit is the lower of 64 GB and 80% of the machine's memory (its cgroup's when
+// lower), or SIMREPLAY_MEMORY_LIMIT; what exceeds it is refused with the estimate and the limit.
+TEST(Scenario, WhatExceedsTheMachinesMemoryIsRefusedWithTheEstimateAndTheLimit) {
+  auto j = Base();
+  j["cluster"] = {{"nodes", 4096}, {"gpus_per_node", 8}};
+  j["loader"]["num_workers"] = 2;
+  j["train"]["steps"] = 1000;
+  j["replay"] = {{"rank_folding", "off"}};  // 37.05 GB to simulate every rank (above)
+  {
+    const ScopedEnv small("SIMREPLAY_MEMORY_LIMIT", "16G");
+    auto refused = ParseScenario(j, "s.json", ".");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find(
+                  "s.json: cluster: 4096 nodes x 8 GPUs with 2 workers per rank need an estimated 37 GB to simulate, "
+                  "more than the 17 GB limit (SIMREPLAY_MEMORY_LIMIT) (fewer nodes, workers or steps)"),
+              std::string::npos)
+        << refused.status().message();
+  }
+  {
+    const ScopedEnv large("SIMREPLAY_MEMORY_LIMIT", "40G");
+    EXPECT_TRUE(ParseScenario(j, "s.json", ".").ok());
+  }
+  {
+    const ScopedEnv unreadable("SIMREPLAY_MEMORY_LIMIT", "lots");
+    auto bad = ParseScenario(Base(), "s.json", ".");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("SIMREPLAY_MEMORY_LIMIT=lots: not a size"), std::string::npos)
+        << bad.status().message();
+  }
+  // Without the variable: 80% of this machine's memory (or its cgroup's), never above 64 GB.
+  auto machine = MachineMemoryLimit();
+  ASSERT_TRUE(machine.ok()) << machine.status().message();
+  EXPECT_GT(machine->bytes, 0);
+  EXPECT_LE(SimulationMemoryLimitBytes(), kMaxSimulationBytes);
+  EXPECT_EQ(ShowGigabytes(91.73e9), "92 GB");
+  EXPECT_EQ(ShowGigabytes(9.11e9), "9.1 GB");
+  EXPECT_EQ(ShowGigabytes(0.213e9), "0.21 GB");
 }
 
 TEST(Scenario, ClusterKeysRejectBadValues) {
@@ -235,8 +280,32 @@ SweepResult ReportPoint(int workers, const std::vector<std::string>& warnings, d
 TEST(SweepOutputs, HtmlListsEveryPointsWarningsOnce) {
   auto point = [](int workers, std::vector<std::string> warnings) { return ReportPoint(workers, warnings, 1.0); };
   std::string html = SweepHtml("s.json", {point(1, {"shared"}), point(6, {"shared", "extrapolating: 6 workers"})});
-  EXPECT_NE(html.find("extrapolating: 6 workers"), std::string::npos);
-  EXPECT_EQ(html.find("<li>shared</li>"), html.rfind("<li>shared</li>"));
+  EXPECT_NE(html.find("<li>extrapolating: 6 workers (loader.num_workers=6)</li>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<li>shared (every point: loader.num_workers=1, 6)</li>"), std::string::npos) << html;
+}
+
+// Issue 44 item 6: the quickstart's what-if over 0-6 workers listed 13 warnings for 6 points, the same
+// three said with each point's own figures. One line per kind, with the points it concerns.
+TEST(SweepOutputs, AWarningRepeatedWithEachPointsFiguresIsOneLine) {
+  auto point = [](int workers) {
+    std::vector<std::string> w = {fmt::format("extrapolating: num_workers = {} outside the measured range [2, 2]", workers)};
+    if (workers >= 3) {
+      w.push_back(fmt::format("CPU contention curve assumed: {} workers + main process on 2 cores", workers));
+    }
+    return ReportPoint(workers, w, 1.0);
+  };
+  const std::vector<SweepResult> points = {point(0), point(1), point(3), point(4), point(6)};
+  const auto lines = GroupedWarnings(points);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0],
+            "extrapolating: num_workers = 0 outside the measured range [2, 2] (loader.num_workers=0; likewise, with "
+            "its own figures, at loader.num_workers=1, 3, 4, 6)");
+  EXPECT_EQ(lines[1],
+            "CPU contention curve assumed: 3 workers + main process on 2 cores (loader.num_workers=3; likewise, with "
+            "its own figures, at loader.num_workers=4, 6)");
+  // One point: the warning as it is.
+  EXPECT_EQ(GroupedWarnings({point(3)}).size(), 2u);
+  EXPECT_EQ(GroupedWarnings({point(3)})[0], "extrapolating: num_workers = 3 outside the measured range [2, 2]");
 }
 
 TEST(SweepOutputs, MemoryAxisIsInGibOrMibNotBytes) {

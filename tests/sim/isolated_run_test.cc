@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -33,6 +35,37 @@ TEST(IsolatedRun, ResultsComeBackInJobOrderWhateverTheParallelism) {
       EXPECT_EQ(*results[i], std::to_string(i * i)) << "parallel " << parallel;
     }
   }
+}
+
+// Children alive at once share a memory budget: jobs whose estimates do not fit together run one after
+// another whatever --jobs says; jobs that fit run side by side; one over the budget alone still runs.
+TEST(IsolatedRun, AMemoryBudgetKeepsLargeJobsApart) {
+  auto timed = []() -> Result<std::string> {
+    const auto start = std::chrono::steady_clock::now().time_since_epoch().count();
+    ::usleep(200 * 1000);
+    const auto end = std::chrono::steady_clock::now().time_since_epoch().count();
+    return std::to_string(start) + " " + std::to_string(end);
+  };
+  auto overlapping = [](const std::vector<Result<std::string>>& results) {
+    std::vector<std::pair<long long, long long>> spans;
+    for (const auto& r : results) {
+      EXPECT_TRUE(r.ok()) << r.status().message();
+      long long a = 0, b = 0;
+      std::sscanf(r->c_str(), "%lld %lld", &a, &b);
+      spans.emplace_back(a, b);
+    }
+    int overlaps = 0;
+    for (size_t i = 0; i < spans.size(); ++i)
+      for (size_t j = i + 1; j < spans.size(); ++j) overlaps += spans[i].first < spans[j].second && spans[j].first < spans[i].second;
+    return overlaps;
+  };
+  IsolatedRunOptions options;
+  options.parallel = 3;
+  options.memory_budget_bytes = 10e9;
+  options.job_bytes = {6e9, 6e9, 12e9};  // no two fit together; the third alone exceeds the budget
+  EXPECT_EQ(overlapping(RunIsolated({timed, timed, timed}, options)), 0);
+  options.job_bytes = {3e9, 3e9, 3e9};  // all three fit together
+  EXPECT_EQ(overlapping(RunIsolated({timed, timed, timed}, options)), 3);
 }
 
 TEST(IsolatedRun, ErrorsKeepTheirKindAcrossTheFork) {

@@ -10,6 +10,7 @@
 #include "scenarios/scenario.h"
 #include "sim/run_config.h"
 #include "sim/simulation.h"
+#include "tests/scoped_env.h"
 #include "tests/sim/free_loading_run.h"
 
 namespace simreplay::sim {
@@ -199,6 +200,7 @@ TEST(RankFolding, AClusterTooLargeToSimulateInFullIsRefusedWhereFoldingDoesNotAp
   // 4096 nodes x 8 GPUs x 8 workers: the loader accepts it on its folded estimate (64 ranks), about 92 GB
   // to simulate every rank. Folded it runs; where folding cannot apply (here a recorded timeline) the
   // simulator refuses it in one line before building anything.
+  const ScopedEnv roomy("SIMREPLAY_MEMORY_LIMIT", "1T");  // the simulator's own 64 GB limit governs
   auto costs = RandomCosts();
   SimInput in = FoldableCluster(&costs, 4096, 1000);
   in.scenario.cluster.gpus_per_node = in.scenario.hardware.gpus = 8;
