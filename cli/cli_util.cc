@@ -79,6 +79,7 @@ Status WriteAndPrintSweep(const std::string& out_dir, const std::string& scenari
     std::printf("%s%s\n", results.size() > 1 ? ("point " + std::to_string(i) + " (" + point + "): ").c_str() : "",
                 line.c_str());
   }
+  for (const auto& w : scenarios::GroupedWarnings(results)) std::fprintf(stderr, "warning: %s\n", w.c_str());
   std::printf("wrote %s/results.csv, %s/results.json, %s/report.html\n", out_dir.c_str(), out_dir.c_str(),
               out_dir.c_str());
   return Status::Ok();

@@ -1,6 +1,7 @@
 #include "scenarios/sweep_outputs.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -286,16 +287,93 @@ std::string SweepTable(const std::vector<SweepResult>& points) {
   return out + BestPointLine(points);
 }
 
+std::string PointLabel(const SweepResult& p) {
+  std::string l;
+  for (const auto& [axis, v] : p.axes) l += (l.empty() ? "" : ", ") + axis + "=" + Cell(&v);
+  return l;
+}
+
+namespace {
+
+// A warning's kind: its text with every number replaced by '#' ("num_workers = 3 outside ..." and
+// "num_workers = 4 outside ..." are one kind, said with each point's own figures).
+std::string WarningKind(const std::string& text) {
+  std::string kind;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool digit = std::isdigit(static_cast<unsigned char>(text[i])) != 0;
+    if (!digit) {
+      kind += text[i];
+      continue;
+    }
+    auto number_goes_on = [&](size_t j) {
+      return j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) != 0 || text[j] == '.');
+    };
+    while (number_goes_on(i + 1)) ++i;
+    kind += '#';
+  }
+  return kind;
+}
+
+// "loader.num_workers=3, 4, 6" for points that differ in one axis; their labels joined by "; " otherwise.
+std::string PointList(const std::vector<const SweepResult*>& points) {
+  std::string out;
+  const bool one_axis = !points.empty() && points.front()->axes.size() == 1;
+  for (const SweepResult* p : points) {
+    if (one_axis) {
+      out += out.empty() ? PointLabel(*p) : ", " + Cell(&p->axes.front().second);
+    } else {
+      out += (out.empty() ? "" : "; ") + PointLabel(*p);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> GroupedWarnings(const std::vector<SweepResult>& points) {
+  struct Group {
+    std::string first_text;
+    bool same_text = true;
+    std::vector<const SweepResult*> points;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Group> groups;
+  for (const auto& p : points) {
+    if (!p.result.contains("warnings")) continue;
+    for (const auto& w : p.result["warnings"]) {
+      const std::string text = w.get<std::string>();
+      const std::string kind = WarningKind(text);
+      auto [it, fresh] = groups.try_emplace(kind);
+      if (fresh) {
+        order.push_back(kind);
+        it->second.first_text = text;
+      }
+      it->second.same_text = it->second.same_text && text == it->second.first_text;
+      if (it->second.points.empty() || it->second.points.back() != &p) it->second.points.push_back(&p);
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& kind : order) {
+    const Group& g = groups[kind];
+    if (points.size() < 2 || g.points.front()->axes.empty()) {
+      out.push_back(g.first_text);
+    } else if (g.same_text || g.points.size() == 1) {
+      out.push_back(fmt::format("{} ({}{})", g.first_text, g.points.size() == points.size() ? "every point: " : "",
+                                PointList(g.points)));
+    } else {
+      const std::vector<const SweepResult*> rest(g.points.begin() + 1, g.points.end());
+      out.push_back(fmt::format("{} ({}; likewise, with its own figures, at {})", g.first_text,
+                                PointList({g.points.front()}), PointList(rest)));
+    }
+  }
+  return out;
+}
+
 std::string BestPointLine(const std::vector<SweepResult>& points) {
   if (points.size() < 2) return "";
   auto train = [](const SweepResult& p) {
     const auto* v = Lookup(p.result["metrics"], "train_throughput_samples_per_s");
     return v != nullptr && v->is_number() ? v->get<double>() : 0.0;
-  };
-  auto label = [](const SweepResult& p) {
-    std::string l;
-    for (const auto& [axis, v] : p.axes) l += (l.empty() ? "" : ", ") + axis + "=" + Cell(&v);
-    return l;
   };
   // First of the maxima, then first of the rest: point order breaks ties (deterministic).
   size_t best = 0;
@@ -310,11 +388,11 @@ std::string BestPointLine(const std::vector<SweepResult>& points) {
   const auto* low = Lookup(m, "train_throughput_low_samples_per_s");
   const auto* high = Lookup(m, "train_throughput_high_samples_per_s");
   const double margin = train(points[next]) > 0 ? train(points[best]) / train(points[next]) - 1 : 0;
-  std::string line = fmt::format("best (predicted): {} at {:.2f} samples/s", label(points[best]), train(points[best]));
+  std::string line = fmt::format("best (predicted): {} at {:.2f} samples/s", PointLabel(points[best]), train(points[best]));
   if (low != nullptr && high != nullptr && low->is_number() && high->is_number()) {
     line += fmt::format(" [{:.2f} .. {:.2f} with the validated error band]", low->get<double>(), high->get<double>());
   }
-  line += fmt::format("; {:+.1f}% over the next best ({})", 100 * margin, label(points[next]));
+  line += fmt::format("; {:+.1f}% over the next best ({})", 100 * margin, PointLabel(points[next]));
   if (margin < models::kMinActionableGain) {
     line += fmt::format(": under {:.0f}%, not a difference to act on", 100 * models::kMinActionableGain);
   }
@@ -364,15 +442,8 @@ std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepR
             HtmlEscape(p.result["metrics"]["bottleneck"]["evidence"].get<std::string>()) + "</td></tr>\n";
   }
   html += "</table>\n";
-  // Warnings of every point, each once, in first-seen order.
-  std::vector<std::string> warnings;
-  for (const auto& p : points) {
-    if (!p.result.contains("warnings")) continue;
-    for (const auto& w : p.result["warnings"]) {
-      const std::string text = w.get<std::string>();
-      if (std::find(warnings.begin(), warnings.end(), text) == warnings.end()) warnings.push_back(text);
-    }
-  }
+  // Warnings of every point, one line per kind with the points it concerns, in first-seen order.
+  const std::vector<std::string> warnings = GroupedWarnings(points);
   if (!warnings.empty()) {
     html += "<h2>Warnings</h2><ul class=\"warn\">";
     for (const auto& w : warnings) html += "<li>" + HtmlEscape(w) + "</li>";

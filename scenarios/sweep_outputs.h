@@ -41,6 +41,12 @@ std::string SweepTable(const std::vector<SweepResult>& points);
 // than two points. SweepTable and SweepHtml show it.
 std::string BestPointLine(const std::vector<SweepResult>& points);
 std::string SweepHtml(const std::string& scenario_path, const std::vector<SweepResult>& points);
+// "loader.num_workers=3" (the point's axes, as the table shows them).
+std::string PointLabel(const SweepResult& p);
+// The points' warnings, one line per kind (the same text but for its numbers) in first-seen order,
+// each with the points it concerns: "extrapolating: num_workers = 0 outside ... (loader.num_workers=0;
+// likewise, with its own figures, at 1, 3, 4, 6)". The report and the terminal show these.
+std::vector<std::string> GroupedWarnings(const std::vector<SweepResult>& points);
 
 // Writes DIR/results.csv, DIR/results.json and DIR/report.html, each atomically. `what-if` and `merge`
 // both write through here, so a merged sweep is byte-identical to one simulated in a single process.
