@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/text_escape.h"
+#include "plan/recommendation.h"
 #include "sim/metrics.h"
 
 namespace simreplay::plan {
@@ -408,6 +409,24 @@ std::string MemoryPlot(const PlanOutcome& o) {
   return svg + "</svg>\n";
 }
 
+// The decision table first, then each knee in one sentence and the notes (plan/recommendation.h).
+std::string RecommendationHtml(const PlanOutcome& o) {
+  const auto rows = DecisionRows(o.recommendation);
+  std::string html = fmt::format(
+      "<p>Per slot, the cheapest candidate that finishes within it with P &gt;= {:g} (Monte Carlo failures, "
+      "throughput at the pessimistic end, buffer included).</p>\n<table id=\"decision\">",
+      o.spec.reservation.probability);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    html += "<tr>";
+    for (const auto& cell : rows[i]) html += (i == 0 ? "<th>" : "<td class=\"l\">") + HtmlEscape(cell) + (i == 0 ? "</th>" : "</td>");
+    html += "</tr>";
+  }
+  html += "</table>\n<ul>";
+  for (const auto& knee : o.recommendation["knees"]) html += "<li>" + HtmlEscape(knee["text"].get<std::string>()) + "</li>";
+  for (const auto& note : o.recommendation["notes"]) html += "<li>" + HtmlEscape(note.get<std::string>()) + "</li>";
+  return html + "</ul>\n";
+}
+
 const CandidateRow* Recommended(const PlanOutcome& o, std::string* label) {
   // The cheapest candidate of the longest slot that has one, else the fastest.
   const auto& slots = o.recommendation["slots"];
@@ -554,7 +573,7 @@ std::string PlanHtml(const PlanOutcome& o) {
           HtmlEscape(o.spec.scenario_path) + "</code>. Accelerator of the measured step: <b>" +
           HtmlEscape(o.accelerator) + "</b> (" + HtmlEscape(o.accelerator_note) +
           "). Simulated predictions and stated assumptions, not measurements.</p>\n";
-  html += "<h2>Recommendation</h2>\n<p>" + HtmlEscape(o.recommendation["text"].get<std::string>()) + "</p>\n";
+  html += "<h2>Recommendation</h2>\n" + RecommendationHtml(o);
   if (o.provisional) {
     html +=
         "<p class=\"warn\"><b>Provisional:</b> a step time is assumed; profile on the target GPU in a 7-day "

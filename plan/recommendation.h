@@ -2,7 +2,8 @@
 // candidate that finishes within it with at least the stated probability (Monte Carlo failures,
 // training time at the pessimistic end of its interval, buffer included), the fastest
 // candidate, and per GPU type and sharding the knee (models/scaling_knee.h, the definition what-if
-// uses too); with the reasoning in words.
+// uses too). The decision comes first as a small table, each knee as one sentence; a step's growth
+// part under 1 ms or 1% of the step is the simulation's noise and shown as zero.
 //
 // What limits a candidate is read from its own simulation, the way the causal verdict of `diagnose`
 // is (docs/advice.md): the simulated optimizer step splits into GPU compute, exposed communication and
@@ -22,7 +23,14 @@ namespace simreplay::plan {
 
 struct CandidateRow;
 
+// The recommendation document (plan.json "recommendation": slots, fastest, knees, candidates, notes,
+// text; docs/plan-format.md).
 nlohmann::json Recommend(const PlanSpec& spec, const std::vector<CandidateRow>& rows, bool provisional);
+// The decision as a table, header first: slot, pick, GPUs, expected days (interval), P(finish), cost,
+// the faster alternative that also fits the slot. The terminal and the report show it first.
+std::vector<std::vector<std::string>> DecisionRows(const nlohmann::json& recommendation);
+// The answer a person reads: the decision table, each knee in one sentence, then the notes.
+std::string RecommendationText(const nlohmann::json& recommendation, double probability);
 
 // The split of one candidate's simulated optimizer step and the part that limits it.
 struct StepAttribution {

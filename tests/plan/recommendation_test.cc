@@ -54,8 +54,36 @@ TEST(Recommendation, CheapestThatFitsFastestAndKnee) {
   EXPECT_NEAR(rec["knees"][0]["marginal_fraction_of_linear"].get<double>(), 0.3, 1e-12);
   EXPECT_FALSE(rec["provisional"].get<bool>());
   const std::string text = rec["text"];
-  EXPECT_NE(text.find("7-day slot: b x 1 node"), std::string::npos) << text;
-  EXPECT_NE(text.find("beyond 2 nodes"), std::string::npos) << text;
+  // The decision first, as a table: one row per slot with the pick, its GPUs, days, cost and the faster
+  // alternative that also fits (7 days: b x 2 nodes, 3.0 days).
+  EXPECT_EQ(text.find("Decision: "), 0u) << text;
+  EXPECT_NE(text.find("slot     pick"), std::string::npos) << text;
+  EXPECT_NE(text.find("7 days   b x 1 node (ddp)  8     6.0 (5.4-6.9)"), std::string::npos) << text;
+  EXPECT_NE(text.find("b x 2 nodes (ddp): 3.0 days, cost 2050"), std::string::npos) << text;
+  EXPECT_NE(text.find("Knee (a ddp): going from 2 to 4 nodes buys 30% of linear"), std::string::npos) << text;
+  EXPECT_EQ(rec["slots"][0]["faster_alternative"]["nodes"], 2);
+  EXPECT_TRUE(rec["slots"][1]["faster_alternative"]["gpu"] == "b");  // 30 days: b x 2 nodes is faster than a x 1
+}
+
+// Issue 44 item 6: a knee said "-3.86e-05 s data loading and host". A growth under 1 ms or 1% of the
+// step is noise: zero in the JSON, not named in the sentence.
+TEST(Recommendation, AStepGrowthThatIsNoiseIsRoundedToZeroAndNotNamed) {
+  PlanSpec spec;
+  spec.reservation.days = {30};
+  spec.reservation.knee_fraction = 0.5;
+  std::vector<CandidateRow> rows = {Row("a", 1, 64, 20, 25, 1000), Row("a", 2, 80, 16, 19, 1600)};
+  rows[0].samples_per_step = 64;    // step 1.0 s, all compute
+  rows[1].samples_per_step = 128;   // step 1.6 s
+  rows[0].compute_s_per_step = 1.0;
+  rows[1].compute_s_per_step = 1.0 - 3.86e-05;  // data and host grow by 3.86e-05 s: noise
+  rows[1].collective.exposed_s = 0.6;
+  nlohmann::json rec = Recommend(spec, rows, false);
+  ASSERT_EQ(rec["knees"].size(), 1u);
+  EXPECT_EQ(rec["knees"][0]["step_growth_s"]["data_and_host"].get<double>(), 0.0);
+  const std::string knee = rec["knees"][0]["text"];
+  EXPECT_EQ(knee.find("data loading and host"), std::string::npos) << knee;
+  EXPECT_EQ(knee.find("e-05"), std::string::npos) << knee;
+  EXPECT_NE(knee.find("(+0.6 s exposed communication)"), std::string::npos) << knee;
 }
 
 TEST(Recommendation, KneeAndCandidatesNameWhatTheSimulatedStepSpendsNotTheUtilisationSignal) {
@@ -104,7 +132,7 @@ TEST(Recommendation, NothingFitsAndProvisionalSayso) {
   nlohmann::json rec = Recommend(spec, rows, true);
   EXPECT_TRUE(rec["slots"][0]["candidate"].is_null());
   const std::string text = rec["text"];
-  EXPECT_NE(text.find("no candidate fits"), std::string::npos);
+  EXPECT_NE(text.find("none fits"), std::string::npos) << text;
   EXPECT_NE(text.find("7-day slot first"), std::string::npos);
   EXPECT_NE(text.find("provisional"), std::string::npos);
 }
