@@ -192,7 +192,48 @@ def render_replay(replay_dir: str) -> str:
     if "multinode" in newest:
         work, rec = newest["multinode"]
         lines += [recording_line(rec), ""] + render_multinode(os.path.join(work, "runs"), replayed=True)
+    if "advice" in newest:
+        work, rec = newest["advice"]
+        lines += [recording_line(rec), ""] + render_advice(load(os.path.join(work, "result", "advice-validation.json")))
+    if "whatifs" in newest:
+        work, rec = newest["whatifs"]
+        lines += [recording_line(rec), ""] + render_whatifs(load(os.path.join(work, "result", "whatifs.json")))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def render_advice(doc: Dict[str, Any]) -> List[str]:
+    """The advice pipelines: tune's recommendation against the recorded grid (validation/advice/run.py)."""
+    worst = max((r["regret"] for r in doc["results"] if r["regret"] is not None), default=None)
+    uncovered = [r["pipeline"] for r in doc["results"] if not r["recommended_in_grid"]]
+    head = (f"**Advice** (`validation/advice/run.py`): worst regret {pct(None if worst is None else 100 * worst)} "
+            f"(target {100 * doc['regret_limit']:g}%: {'pass' if doc['pass'] else 'FAIL'})"
+            + (f"; outside the recorded grid: {', '.join(uncovered)}" if uncovered else "") + ".")
+    import importlib.util
+    sys.path.insert(0, os.path.join(REPO, "validation", "advice"))
+    spec = importlib.util.spec_from_file_location("advice_run", os.path.join(REPO, "validation", "advice", "run.py"))
+    advice = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(advice)  # type: ignore[union-attr]  (its markdown renders the per-pipeline table)
+    table = advice.markdown(doc["results"], doc["meta"]).splitlines()[2:]  # without its own provenance line
+    return [head, ""] + table + [""]
+
+
+def render_whatifs(doc: Dict[str, Any]) -> List[str]:
+    """The media and storage what-ifs, each predicted from the base case (validation/whatifs/run.py)."""
+    gate = doc["gate"]
+    verdict = (f"FAIL ({', '.join(gate['failing'])})" if gate["failing"] else
+               f"not scored: runs under foreign load ({', '.join(gate['unscored'])})" if gate["unscored"] else "pass")
+    lines = [f"**What-ifs** (`validation/whatifs/run.py`): every case within {gate['limit_pct']:g}%: {verdict}.",
+             "", "| case | workers | measured samples/s (runs) | predicted | error | run-to-run spread | without media probe |",
+             "|---|---|---|---|---|---|---|"]
+    for c, e in doc["cases"].items():
+        if "skipped" in e:
+            lines.append(f"| {c} | | skipped: {e['skipped']} | | | | |")
+            continue
+        lines.append(f"| {c} | {e['workers']} | {e['measured_median']:.1f} ({len(e['measured_samples_per_s'])}) | "
+                     f"{e['predicted']:.1f} | {e['error_pct']:+.1f}% | {e['spread_pct']:.1f}% | "
+                     + (f"{e['error_without_media_probe_pct']:+.1f}%" if "error_without_media_probe_pct" in e else "")
+                     + " |")
+    return lines + [""]
 
 
 def render(suite_dir: str, multinode_dir: Optional[str]) -> str:

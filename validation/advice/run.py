@@ -134,8 +134,9 @@ def predict_pipeline(name: str, p: dict, runs: List[dict], recorded: str, out: s
         n = "storage" if r["name"] in ("storage_read_time", "storage_latency") else r["name"]
         if n in reliefs and n not in predicted:
             predicted[n] = r["gain"]
-    measured = {n: med[relief_key(c)] / med[key(BASE)] - 1 for n, c in reliefs.items()}
-    common = [n for n in reliefs if n in predicted]
+    measured = {n: med[relief_key(c)] / med[key(BASE)] - 1 for n, c in reliefs.items()
+                if relief_key(c) in med and key(BASE) in med}
+    common = [n for n in reliefs if n in predicted and n in measured]
     top_predicted = max(common, key=lambda n: predicted[n]) if common else None
     top_measured = max(common, key=lambda n: measured[n]) if common else None
     mine = [r for r in runs if r["pipeline"] == name and r["config"] != "capture"]

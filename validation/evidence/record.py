@@ -10,7 +10,8 @@ SETs: development, heldout, heldout-video (the single-node suite, validation/sui
 together, about 20 minutes), multinode (validation/suite/multinode.py, root, about 19 minutes), advice
 (validation/advice/run.py --record-only: three pipelines' captures and measured grids, FUSE, about 40
 minutes), whatifs (validation/whatifs/run.py --record-only: base captures, probes and the media and
-storage cases, root for the cold case, about 12 minutes). Default: all. Refuses a tree with uncommitted changes (a recording names the commit that made it). Run it on a
+storage cases, root for the cold case, about 12 minutes), remote (validation/remote/run.py
+--record-only: nginx in network namespaces, root, about 20 minutes). Default: all. Refuses a tree with uncommitted changes (a recording names the commit that made it). Run it on a
 quiet host; the host's facts over the window (cores, CPU model, steal, load, the cost of a fresh page)
 are recorded beside every run. Exit 0 recorded, 1 a harness failed to produce its runs, 2 usage or a
 dirty tree.
@@ -147,6 +148,12 @@ def record_summary(evidence_set: EvidenceSet, out_dir: str) -> Dict[str, Any]:
         if not os.path.exists(path):
             return {}
         return {"per_case": {c: e.get("error_pct") for c, e in json.load(open(path))["cases"].items()}}
+    if evidence_set.kind == "remote":
+        path = os.path.join(out_dir, "predicted", "remote.json")
+        if not os.path.exists(path):
+            return {}
+        return {"per_case": {f"{cfg['tag']}/{c}": e["error_pct"] for cfg in json.load(open(path))["configs"]
+                             for c, e in cfg["cases"].items()}}
     path = os.path.join(out_dir, "multinode.json")
     if not os.path.exists(path):
         return {}
@@ -206,7 +213,7 @@ def dataset_dir_of(set_name: str) -> str:
 
 
 def record_harness(name: str, cmd: List[str], out: str, env: Dict[str, str], commit: str,
-                   first_replay: Optional[List[str]] = None) -> int:
+                   first_replay: Optional[List[str]] = None, dataset_dir: Optional[str] = None) -> int:
     """Runs a harness that records one set into OUT (its runs.json), then FIRST_REPLAY (the recording
     commit's prediction, which record_summary logs), and packs it: 0, or 1 when it left no runs."""
     start = now_utc()
@@ -217,7 +224,7 @@ def record_harness(name: str, cmd: List[str], out: str, env: Dict[str, str], com
         return 1
     if first_replay:
         subprocess.run(first_replay, env=env)
-    dest = package(SETS[name], out, dataset_dir_of(name), {
+    dest = package(SETS[name], out, dataset_dir or dataset_dir_of(name), {
         "commit": commit, "recorded_utc_start": start, "recorded_utc_end": end, "harness_exit_code": code,
         "harness": os.path.relpath(cmd[1], REPO), "harness_out_dir": out})
     print(f"record.py: {name} -> {os.path.relpath(dest, REPO)}")
@@ -280,7 +287,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         rc |= record_harness("multinode", [PYTHON, os.path.join(REPO, "validation", "suite", "multinode.py"),
                                            "--out", out, "--data", data, "--bin", os.path.abspath(args.bin)],
                              out, env, commit)
-    for name in ("advice", "whatifs"):
+    for name in ("advice", "whatifs", "remote"):
         if name not in args.sets:
             continue
         # A harness whose real side and prediction side are apart: --record-only, then the first replay by
@@ -288,10 +295,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         out = os.path.join(args.work, name)
         harness = os.path.join(REPO, "validation", name, "run.py")
         binary = os.path.abspath(args.bin)
-        data = os.path.dirname(dataset_dir_of(name)) if name == "whatifs" else dataset_dir_of(name)
-        rc |= record_harness(name, [PYTHON, harness, "--record-only", "--out", out, "--data", data, "--bin", binary],
+        data = {"advice": ["--data", dataset_dir_of("advice")],
+                "whatifs": ["--data", os.path.dirname(dataset_dir_of("whatifs"))], "remote": []}[name]
+        rc |= record_harness(name, [PYTHON, harness, "--record-only", "--out", out, *data, "--bin", binary],
                              out, env, commit,
-                             [PYTHON, harness, "--ingest", out, "--out", os.path.join(out, "predicted"), "--bin", binary])
+                             [PYTHON, harness, "--ingest", out, "--out", os.path.join(out, "predicted"), "--bin", binary],
+                             dataset_dir=os.path.join(out, "data") if name == "remote" else None)
     return rc
 
 

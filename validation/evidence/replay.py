@@ -146,36 +146,46 @@ def score_multinode(evidence_set: EvidenceSet, binary: str, runs: str, dataset: 
     return {"cases": cases}
 
 
-def score_advice(evidence_set: EvidenceSet, binary: str, runs: str, dataset: str, out: str) -> Dict[str, Any]:
+def ingest_harness(kind: str, binary: str, runs: str, out: str, result_name: str) -> Tuple[Optional[Dict[str, Any]], str]:
+    """`validation/KIND/run.py --ingest RUNS` into OUT/result: its RESULT_NAME document, or the error."""
     result = os.path.join(out, "result")
-    path = os.path.join(result, "advice-validation.json")
-    error = run_analysis("advice/run.py --ingest",
-                         [PYTHON, os.path.join(REPO, "validation", "advice", "run.py"), "--ingest", runs, "--out",
-                          result, "--bin", binary], os.path.join(out, "advice.log"), path)
-    if error:
+    path = os.path.join(result, result_name)
+    error = run_analysis(f"{kind}/run.py --ingest",
+                         [PYTHON, os.path.join(REPO, "validation", kind, "run.py"), "--ingest", runs, "--out", result,
+                          "--bin", binary], os.path.join(out, f"{kind}.log"), path)
+    return (None, error) if error else (json.load(open(path)), "")
+
+
+def score_advice(evidence_set: EvidenceSet, binary: str, runs: str, dataset: str, out: str) -> Dict[str, Any]:
+    doc, error = ingest_harness("advice", binary, runs, out, "advice-validation.json")
+    if doc is None:
         return {"error": error}
     cases = {}
-    for r in json.load(open(path))["results"]:
-        regret = r["regret"]
-        cases[r["pipeline"]] = {"regret_pct": None if regret is None else _r(100 * regret)}
+    for r in doc["results"]:
+        cases[r["pipeline"]] = {"regret_pct": None if r["regret"] is None else _r(100 * r["regret"])}
         if not r["recommended_in_grid"]:
             cases[r["pipeline"]]["outside_grid"] = r["recommended"]
     return {"cases": cases}
 
 
 def score_whatifs(evidence_set: EvidenceSet, binary: str, runs: str, dataset: str, out: str) -> Dict[str, Any]:
-    result = os.path.join(out, "result")
-    path = os.path.join(result, "whatifs.json")
-    error = run_analysis("whatifs/run.py --ingest",
-                         [PYTHON, os.path.join(REPO, "validation", "whatifs", "run.py"), "--ingest", runs, "--out",
-                          result, "--bin", binary], os.path.join(out, "whatifs.log"), path)
-    if error:
+    doc, error = ingest_harness("whatifs", binary, runs, out, "whatifs.json")
+    if doc is None:
         return {"error": error}
     return {"cases": {c: {"train_throughput_error_pct": _r(e.get("error_pct"))}
-                      for c, e in json.load(open(path))["cases"].items() if "skipped" not in e}}
+                      for c, e in doc["cases"].items() if "skipped" not in e}}
 
 
-SCORERS = {"suite": score_suite, "multinode": score_multinode, "advice": score_advice, "whatifs": score_whatifs}
+def score_remote(evidence_set: EvidenceSet, binary: str, runs: str, dataset: str, out: str) -> Dict[str, Any]:
+    doc, error = ingest_harness("remote", binary, runs, out, "remote.json")
+    if doc is None:
+        return {"error": error}
+    return {"cases": {f"{cfg['tag']}/{c}": {"train_throughput_error_pct": _r(e["error_pct"])}
+                      for cfg in doc["configs"] for c, e in cfg["cases"].items()}}
+
+
+SCORERS = {"suite": score_suite, "multinode": score_multinode, "advice": score_advice, "whatifs": score_whatifs,
+           "remote": score_remote}
 
 
 def summarise(evidence_set: EvidenceSet, scored: Dict[str, Any]) -> Dict[str, Any]:

@@ -5,7 +5,9 @@
 2. a recording whose measurement side differs from the tree's (its harness's digest edited) asks for a
    re-recording by set name (exit 2), and nothing is replayed;
 3. a recording that has no baseline entry fails the gate by name;
-4. replaying the same recording twice gives byte-identical results (validation.json and replay.json).
+4. replaying the same recording twice gives byte-identical results (validation.json and replay.json);
+5. on the newest advice recording: a grid that lacks the configuration tune recommends (its runs taken
+   out of the recording) is a coverage failure naming the pipeline and the configuration.
 
     validation/evidence/replay_test.py --bin build/simreplay --out DIR
 """
@@ -17,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -36,8 +39,8 @@ def check(condition: bool, what: str, proc: subprocess.CompletedProcess) -> bool
     return condition
 
 
-def copy_recording(src: str, root: str, name: str) -> str:
-    dest = os.path.join(root, "development", name)
+def copy_recording(src: str, root: str, name: str, set_name: str = "development") -> str:
+    dest = os.path.join(root, set_name, name)
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(src, dest)
     return dest
@@ -88,7 +91,40 @@ def main() -> int:
                         if os.path.exists(os.path.join(first, "replay.json")) else b""))
     ok &= check(bool(outputs[0][0]) and outputs[0] == outputs[1],
                 "two replays of the same recording give the same bytes (validation.json, replay.json)", p)
+    ok &= check_coverage(args)
     return 0 if ok else 1
+
+
+def check_coverage(args: argparse.Namespace) -> bool:
+    """The newest advice recording without the runs of the configuration tune recommends for its first
+    pipeline (read from a replay of the untouched recording): the replay names it as a coverage failure."""
+    advice = os.path.join(RECORDINGS, "advice")
+    recs = sorted(os.listdir(advice)) if os.path.isdir(advice) else []
+    if not recs:
+        print("ok   no advice recording: coverage check skipped")
+        return True
+    p = replay("advice", "--bin", args.bin, "--out", os.path.join(args.out, "advice"))
+    result = os.path.join(args.out, "advice", "advice", recs[-1], "result", "advice-validation.json")
+    if not os.path.exists(result):
+        return check(False, "the advice recording replays", p)
+    first = json.load(open(result))["results"][0]
+    pipeline, recommended = first["pipeline"], first["recommended"]
+    root = os.path.join(args.out, "uncovered-recordings")
+    rec = copy_recording(os.path.join(advice, recs[-1]), root, recs[-1], "advice")
+    unpacked = os.path.join(args.out, "uncovered-unpacked")
+    shutil.rmtree(unpacked, ignore_errors=True)
+    with tarfile.open(os.path.join(rec, "runs.tar.gz")) as tar:
+        tar.extractall(unpacked)
+    runs_path = os.path.join(unpacked, "runs.json")
+    doc = json.load(open(runs_path))
+    doc["runs"] = [r for r in doc["runs"] if not (r["pipeline"] == pipeline and r["config"] == recommended)]
+    json.dump(doc, open(runs_path, "w"))
+    with tarfile.open(os.path.join(rec, "runs.tar.gz"), "w:gz") as tar:
+        for name in sorted(os.listdir(unpacked)):
+            tar.add(os.path.join(unpacked, name), arcname=name)
+    p = replay("--recordings", root, "--bin", args.bin, "--out", os.path.join(args.out, "uncovered"))
+    return check(p.returncode == 1 and f"{pipeline}: tune recommends {recommended}, outside the recorded grid" in p.stdout,
+                 f"a grid without tune's recommendation ({pipeline}: {recommended}) is a coverage failure by name", p)
 
 
 if __name__ == "__main__":

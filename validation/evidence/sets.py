@@ -20,7 +20,7 @@ PYTHON = "/usr/bin/python3"
 class EvidenceSet:
     name: str
     kind: str                    # "suite": `simreplay validate --ingest`; "multinode": multinode.py --ingest;
-                                 # "advice", "whatifs": validation/<kind>/run.py --ingest
+                                 # "advice", "whatifs", "remote": validation/<kind>/run.py --ingest
     spec: str                    # the spec, relative to the repository
     measurement_side: Tuple[str, ...]  # files and folders (relative) whose digest the recording keeps
     targets: Dict[str, float]    # the accuracy targets, reported on every replay (docs/validation.md)
@@ -37,6 +37,7 @@ _SUITE = _BENCH + ("validation/suite/run.sh",)
 _MULTINODE = _BENCH + ("validation/suite/multinode.py", "validation/netns")
 _ADVICE = _BENCH + ("validation/advice/measure.py", "validation/advice/slowfs.py")
 _WHATIFS = _BENCH + ("validation/whatifs/measure.py",)
+_REMOTE = _BENCH + ("validation/remote/measure.py", "validation/remote/object_server.py")
 
 SETS: Dict[str, EvidenceSet] = {s.name: s for s in [
     EvidenceSet("development", "suite", "validation/suite/suite.json", _SUITE + ("validation/suite/suite.json",),
@@ -59,6 +60,10 @@ SETS: Dict[str, EvidenceSet] = {s.name: s for s in [
     # Media and storage what-ifs, each predicted from the base case's captures and probes
     # (validation/whatifs/run.py --ingest).
     EvidenceSet("whatifs", "whatifs", "validation/whatifs/measure.py", _WHATIFS,
+                {"median_abs_train_throughput_error_pct": 10.0, "max_abs_train_throughput_error_pct": 10.0}),
+    # Reads over HTTP from nginx in a network namespace, each case predicted from a local capture and its
+    # configuration's HTTP probe (validation/remote/run.py --ingest).
+    EvidenceSet("remote", "remote", "validation/remote/measure.py", _REMOTE,
                 {"median_abs_train_throughput_error_pct": 10.0, "max_abs_train_throughput_error_pct": 10.0}),
 ]}
 
