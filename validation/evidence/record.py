@@ -173,7 +173,12 @@ def package(evidence_set: EvidenceSet, out_dir: str, dataset_dir: str, meta: Dic
     shutil.copyfile(os.path.join(dataset_dir, "dataset.json"), os.path.join(tmp, "dataset.json"))
     # The make-dataset arguments the harness stamped into the dataset (a harness rebuilds a dataset
     # whose stamp differs, so the replay needs it beside the index).
-    shutil.copyfile(os.path.join(dataset_dir, DATASET_STAMP), os.path.join(tmp, "dataset-args.txt"))
+    stamp = os.path.join(dataset_dir, DATASET_STAMP)
+    if os.path.exists(stamp):
+        shutil.copyfile(stamp, os.path.join(tmp, "dataset-args.txt"))
+    else:  # a harness that builds its dataset inside its own output (remote) and never rebuilds it
+        with open(os.path.join(tmp, "dataset-args.txt"), "w") as f:
+            f.write("(not stamped: the harness makes this dataset in its own output directory)\n")
     runs = runs_of(out_dir)
     doc = dict(meta, schema="simreplay.evidence-recording/1", set=evidence_set.name, spec=evidence_set.spec,
                held_out=evidence_set.held_out, host=host_facts(runs),
