@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -198,6 +199,9 @@ def render_replay(replay_dir: str) -> str:
     if "whatifs" in newest:
         work, rec = newest["whatifs"]
         lines += [recording_line(rec), ""] + render_whatifs(load(os.path.join(work, "result", "whatifs.json")))
+    if "remote" in newest:
+        work, rec = newest["remote"]
+        lines += [recording_line(rec), ""] + render_remote(load(os.path.join(work, "result", "remote.json")))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -205,8 +209,10 @@ def render_advice(doc: Dict[str, Any]) -> List[str]:
     """The advice pipelines: tune's recommendation against the recorded grid (validation/advice/run.py)."""
     worst = max((r["regret"] for r in doc["results"] if r["regret"] is not None), default=None)
     uncovered = [r["pipeline"] for r in doc["results"] if not r["recommended_in_grid"]]
+    meets = worst is not None and worst <= doc["regret_limit"] and not uncovered
     head = (f"**Advice** (`validation/advice/run.py`): worst regret {pct(None if worst is None else 100 * worst)} "
-            f"(target {100 * doc['regret_limit']:g}%: {'pass' if doc['pass'] else 'FAIL'})"
+            f"(target {100 * doc['regret_limit']:g}% on every pipeline, whatever its runs' load: "
+            f"{'pass' if meets else 'FAIL'})"
             + (f"; outside the recorded grid: {', '.join(uncovered)}" if uncovered else "") + ".")
     import importlib.util
     sys.path.insert(0, os.path.join(REPO, "validation", "advice"))
@@ -215,6 +221,24 @@ def render_advice(doc: Dict[str, Any]) -> List[str]:
     spec.loader.exec_module(advice)  # type: ignore[union-attr]  (its markdown renders the per-pipeline table)
     table = advice.markdown(doc["results"], doc["meta"]).splitlines()[2:]  # without its own provenance line
     return [head, ""] + table + [""]
+
+
+def render_remote(doc: Dict[str, Any]) -> List[str]:
+    """Reads over HTTP from nginx, each case predicted from a local capture and the configuration's probe
+    (validation/remote/run.py): one row per server configuration."""
+    gate = doc["gate"]
+    errors = [c["error_pct"] for cfg in doc["configs"] for c in cfg["cases"].values()]
+    lines = [f"**Remote storage** (`validation/remote/run.py`): {len(errors)} cases, median |error| "
+             f"{pct(statistics.median(abs(e) for e in errors))}; every case within {gate['limit_pct']:g}%: "
+             + ("pass" if gate["pass"] else f"FAIL ({len(gate['failing'])} cases)") + ".", "",
+             "| first byte | per connection | cases | median error | worst case |", "|---|---|---|---|---|"]
+    for cfg in doc["configs"]:
+        cases = cfg["cases"]
+        worst = max(cases, key=lambda n: abs(cases[n]["error_pct"]))
+        lines.append(f"| {cfg['first_byte_ms']:g} ms | {cfg['conn_rate_bytes_per_s'] / 1e6:g} MB/s | {len(cases)} | "
+                     f"{pct(statistics.median(abs(c['error_pct']) for c in cases.values()))} | "
+                     f"{worst} {cases[worst]['error_pct']:+.1f}% |")
+    return lines + [""]
 
 
 def render_whatifs(doc: Dict[str, Any]) -> List[str]:
